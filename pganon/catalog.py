@@ -1,0 +1,106 @@
+"""The catalog from Python: thin calls of the SQL API, and `apply` for a declarative file.
+
+Every function here calls the SQL function of the same name, so the rules live once, in SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+import yaml
+
+from .errors import PganonError, from_db_error
+
+TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l"}
+ATTR_KEYS = {"column", "role", "kind"}
+
+
+def _call(conn: psycopg.Connection, query: str, args: tuple):
+    try:
+        cur = conn.execute(query, args)
+        return cur.fetchall() if cur.description else []
+    except psycopg.Error as exc:
+        err = from_db_error(exc)
+        if err:
+            raise err from None
+        raise
+
+
+def register_dataset(conn, name: str, source: str, key_column: str, person_column: str | None = None) -> int:
+    try:
+        return _call(conn, "SELECT pganon.register_dataset(%s, %s::regclass, %s, %s)",
+                     (name, source, key_column, person_column))[0][0]
+    except psycopg.errors.UndefinedTable:
+        raise PganonError(f'table "{source}" does not exist', sqlstate="PA001",
+                          hint="create or load it first (e.g. `pganon dataset load adult`)") from None
+
+
+def set_attribute(conn, dataset: str, column: str, role: str, kind: str | None = None) -> None:
+    _call(conn, "SELECT pganon.set_attribute(%s, %s, %s, %s)", (dataset, column, role, kind))
+
+
+def set_security_level(conn, dataset: str, column: str, value: str, level: int) -> None:
+    _call(conn, "SELECT pganon.set_security_level(%s, %s, %s, %s)", (dataset, column, value, level))
+
+
+def set_level_l(conn, dataset: str, level: int, l: int) -> None:
+    _call(conn, "SELECT pganon.set_level_l(%s, %s, %s)", (dataset, level, l))
+
+
+def drop_dataset(conn, dataset: str) -> None:
+    _call(conn, "SELECT pganon.drop_dataset(%s)", (dataset,))
+
+
+def read_spec(path: str | Path) -> dict:
+    """Read a declarative dataset file (YAML or JSON) and check its shape."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PganonError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        spec = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise PganonError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    if not isinstance(spec, dict):
+        raise PganonError(f"{path}: expected a mapping at the top level")
+    extra = set(spec) - TOP_KEYS
+    if extra:
+        raise PganonError(f"{path}: unknown keys {sorted(extra)}", hint=f"allowed: {sorted(TOP_KEYS)}")
+    for key in ("dataset", "source", "key_column"):
+        if not spec.get(key):
+            raise PganonError(f"{path}: '{key}' is required")
+    for i, attr in enumerate(spec.get("attributes") or []):
+        if not isinstance(attr, dict) or "column" not in attr or "role" not in attr:
+            raise PganonError(f"{path}: attribute #{i + 1} needs 'column' and 'role'")
+        if set(attr) - ATTR_KEYS:
+            raise PganonError(f"{path}: attribute {attr['column']!r} has unknown keys {sorted(set(attr) - ATTR_KEYS)}")
+    return spec
+
+
+def apply(conn: psycopg.Connection, path: str | Path, source: str | None = None) -> dict:
+    """Declare a dataset from a file in one transaction: all of it, or nothing."""
+    spec = read_spec(path)
+    name = spec["dataset"]
+    with conn.transaction():
+        register_dataset(conn, name, source or spec["source"], spec["key_column"], spec.get("person_column"))
+        # Re-applying replaces the declaration: levels and attributes not in the file are removed.
+        _call(conn, "DELETE FROM pganon.attribute WHERE dataset_id = pganon._dataset_id(%s)", (name,))
+        _call(conn, "DELETE FROM pganon.level_l WHERE dataset_id = pganon._dataset_id(%s)", (name,))
+        level_l = {int(k): int(v) for k, v in (spec.get("level_l") or {0: 1, 1: 2, 2: 3}).items()}
+        for level in sorted(level_l):  # ascending, so the monotonicity check sees each prefix
+            set_level_l(conn, name, level, level_l[level])
+        for attr in spec.get("attributes") or []:
+            set_attribute(conn, name, attr["column"], attr["role"], attr.get("kind"))
+        n_levels = 0
+        for column, by_level in (spec.get("security_levels") or {}).items():
+            if not isinstance(by_level, dict):
+                raise PganonError(f"security_levels.{column} must map a level to a list of values")
+            for level, values in by_level.items():
+                for value in values or []:
+                    set_security_level(conn, name, column, str(value), int(level))
+                    n_levels += 1
+    return {"dataset": name, "attributes": len(spec.get("attributes") or []), "security_levels": n_levels,
+            "level_l": level_l}

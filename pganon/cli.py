@@ -1,0 +1,263 @@
+"""`pganon ...`: a thin CLI. Each subcommand calls one library function and prints its result.
+
+Exit codes: 0 ok, 1 a release failed its verification, 2 user error (one line on stderr; add
+--traceback to see where). Passwords are never printed: DSNs are not echoed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import psycopg
+
+from . import __version__, catalog, install, releases, server
+from .connection import connect
+from .errors import PganonError, VerificationFailed
+
+
+def table(headers, rows) -> str:
+    """A plain fixed-width table, the way psql prints one."""
+    cells = [[_fmt(v) for v in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()
+    out = [line(headers), "-+-".join("-" * w for w in widths)] + [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v)
+    return str(v)
+
+
+def _kv(d: dict) -> str:
+    return table(["", ""], list(d.items())).split("\n", 2)[2]
+
+
+def _progress(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _parse_params(args) -> dict:
+    params = json.loads(args.params) if args.params else {}
+    if not isinstance(params, dict):
+        raise PganonError("--params must be a JSON object")
+    for item in args.param or []:
+        if "=" not in item:
+            raise PganonError(f"--param {item!r} is not NAME=VALUE")
+        k, v = item.split("=", 1)
+        try:
+            params[k] = json.loads(v)
+        except ValueError:
+            params[k] = v
+    return params
+
+
+# --- subcommands -----------------------------------------------------------------------------
+
+def cmd_server(args):
+    if args.action == "start":
+        dsn = server.start()
+        print(f"local server running: {dsn}")
+    elif args.action == "stop":
+        print("stopped" if server.stop() else "not running")
+    else:
+        print(_kv(server.status()))
+
+
+def cmd_install(args):
+    _progress("installing pganon")
+    print(_kv(install.install(args.dsn)))
+
+
+def cmd_uninstall(args):
+    print(_kv(install.uninstall(args.dsn)))
+
+
+def cmd_status(args):
+    print(_kv(install.status(args.dsn)))
+
+
+def cmd_register(args):
+    with connect(args.dsn) as conn:
+        did = catalog.register_dataset(conn, args.name, args.source, args.key, args.person)
+    print(f"dataset {args.name} registered (id {did})")
+
+
+def cmd_set_attribute(args):
+    with connect(args.dsn) as conn:
+        catalog.set_attribute(conn, args.dataset, args.column, args.role, args.kind)
+    print(f"{args.dataset}.{args.column}: {args.role}{' ' + args.kind if args.kind else ''}")
+
+
+def cmd_set_level(args):
+    with connect(args.dsn) as conn:
+        catalog.set_security_level(conn, args.dataset, args.column, args.value, args.level)
+    print(f"{args.dataset}.{args.column} = {args.value!r}: level {args.level}")
+
+
+def cmd_set_l(args):
+    with connect(args.dsn) as conn:
+        catalog.set_level_l(conn, args.dataset, args.level, args.l)
+    print(f"{args.dataset}: l{args.level} = {args.l}")
+
+
+def cmd_apply(args):
+    with connect(args.dsn) as conn:
+        print(_kv(catalog.apply(conn, args.file, source=args.source)))
+
+
+def cmd_dataset(args):
+    from . import datasets
+    if args.action == "list":
+        print(table(["name", "description"], [(n, d.get("description", "")) for n, d in datasets.DATASETS.items()]))
+        return
+    with connect(args.dsn) as conn:
+        _progress(f"loading {args.name}")
+        info = datasets.load(conn, args.name, table=args.table, rows=args.rows, replace=args.replace,
+                             declare=not args.no_apply)
+    print(_kv(info))
+
+
+def cmd_publish(args):
+    params = _parse_params(args)
+    with connect(args.dsn) as conn:
+        t0 = time.perf_counter()
+        rid = releases.publish(conn, args.dataset, args.method, params,
+                               on_notice=None if args.quiet else _progress)
+        wall = time.perf_counter() - t0
+        rel = releases.get(conn, release=rid)
+    s = releases.summary(rel)
+    s["wall seconds"] = round(wall, 3)
+    print(table(list(s), [list(s.values())]))
+    if args.show:
+        _show(args.dsn, args.dataset, args.show)
+
+
+def cmd_verify(args):
+    with connect(args.dsn) as conn:
+        checks = releases.verify(conn, args.release)
+    print(table(["check", "passed", "detail"], [(c["check"], c["passed"], c["detail"]) for c in checks]))
+    if not all(c["passed"] for c in checks):
+        return 1
+
+
+def cmd_releases(args):
+    with connect(args.dsn) as conn:
+        rows = releases.list_releases(conn, args.dataset)
+    summ = [releases.summary(r) | {"status": r["status"] + (" (current)" if r["is_current"] else "")} for r in rows]
+    headers = ["release", "dataset", "method", "status", "groups", "published", "suppressed", "AIL", "SR", "NCP%", "seconds"]
+    print(table(headers, [[s[h] for h in headers] for s in summ]))
+
+
+def _show(dsn, dataset, limit):
+    with connect(dsn) as conn:
+        for which in ("gt", "st"):
+            cols, rows = releases.view_rows(conn, dataset, which, limit)
+            print(f"\npganon_release.{dataset}_{which} (first {limit} rows)")
+            print(table(cols, rows))
+
+
+def cmd_show(args):
+    _show(args.dsn, args.dataset, args.rows)
+
+
+def cmd_drop_release(args):
+    with connect(args.dsn) as conn:
+        conn.execute("SELECT pganon.drop_release(%s)", (args.release,))
+    print(f"release {args.release} dropped")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pganon", description="Privacy-preserving data publishing inside PostgreSQL.")
+    p.add_argument("--version", action="version", version=f"pganon {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dsn", default=None, help="database to use (default: $PGANON_DSN, else the local server)")
+    common.add_argument("--traceback", action="store_true", help="show the traceback of an error")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("server", parents=[common], help="the embedded local PostgreSQL server")
+    s.add_argument("action", choices=["start", "stop", "status"])
+    s.set_defaults(fn=cmd_server)
+    for name, fn, text in [("install", cmd_install, "install or upgrade pganon in the database"),
+                           ("upgrade", cmd_install, "same as install: migrate the catalog, re-create the objects"),
+                           ("uninstall", cmd_uninstall, "remove every pganon object from the database"),
+                           ("status", cmd_status, "what is installed")]:
+        sub.add_parser(name, parents=[common], help=text).set_defaults(fn=fn)
+
+    s = sub.add_parser("register", parents=[common], help="declare a dataset")
+    s.add_argument("name"); s.add_argument("source"); s.add_argument("key")
+    s.add_argument("--person", default=None, help="column identifying the person who owns a row")
+    s.set_defaults(fn=cmd_register)
+    s = sub.add_parser("set-attribute", parents=[common], help="declare a column's role and kind")
+    s.add_argument("dataset"); s.add_argument("column")
+    s.add_argument("role", choices=["identifier", "quasi", "sensitive", "insensitive"])
+    s.add_argument("kind", nargs="?", choices=["numeric", "categorical", "date"])
+    s.set_defaults(fn=cmd_set_attribute)
+    s = sub.add_parser("set-level", parents=[common], help="security level of one sensitive value")
+    s.add_argument("dataset"); s.add_argument("column"); s.add_argument("value"); s.add_argument("level", type=int)
+    s.set_defaults(fn=cmd_set_level)
+    s = sub.add_parser("set-l", parents=[common], help="the l of a security level")
+    s.add_argument("dataset"); s.add_argument("level", type=int); s.add_argument("l", type=int)
+    s.set_defaults(fn=cmd_set_l)
+    s = sub.add_parser("apply", parents=[common], help="declare a dataset from a YAML/JSON file")
+    s.add_argument("file"); s.add_argument("--source", default=None, help="override the file's source table")
+    s.set_defaults(fn=cmd_apply)
+
+    s = sub.add_parser("dataset", parents=[common], help="load a bundled dataset (adult, table1, adult_synthetic)")
+    s.add_argument("action", choices=["load", "list"])
+    s.add_argument("name", nargs="?")
+    s.add_argument("--rows", type=int, default=None)
+    s.add_argument("--table", default=None)
+    s.add_argument("--replace", action="store_true")
+    s.add_argument("--no-apply", action="store_true", help="load the table only, without its attribute file")
+    s.set_defaults(fn=cmd_dataset)
+
+    s = sub.add_parser("publish", parents=[common], help="publish a verified release")
+    s.add_argument("dataset"); s.add_argument("method")
+    s.add_argument("--param", "-p", action="append", metavar="NAME=VALUE", help="a method parameter (JSON value)")
+    s.add_argument("--params", default=None, help="all parameters as one JSON object")
+    s.add_argument("--show", type=int, default=0, metavar="N", help="then print the first N rows of GT and ST")
+    s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.set_defaults(fn=cmd_publish)
+    s = sub.add_parser("verify", parents=[common], help="re-run a release's independent checks")
+    s.add_argument("release", type=int); s.set_defaults(fn=cmd_verify)
+    s = sub.add_parser("releases", parents=[common], help="list releases")
+    s.add_argument("dataset", nargs="?"); s.set_defaults(fn=cmd_releases)
+    s = sub.add_parser("show", parents=[common], help="first rows of a dataset's release views")
+    s.add_argument("dataset"); s.add_argument("--rows", type=int, default=10); s.set_defaults(fn=cmd_show)
+    s = sub.add_parser("drop-release", parents=[common], help="drop a release")
+    s.add_argument("release", type=int); s.set_defaults(fn=cmd_drop_release)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "dataset" and args.action == "load" and not args.name:
+        print("pganon: error: dataset load needs a NAME", file=sys.stderr)
+        return 2
+    try:
+        return args.fn(args) or 0
+    except VerificationFailed as exc:
+        if args.traceback:
+            raise
+        print(f"pganon: verification failed: {exc}", file=sys.stderr)
+        return 1
+    except (PganonError, psycopg.Error) as exc:
+        if args.traceback:
+            raise
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"pganon: error: {text if isinstance(exc, psycopg.Error) else exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""One user-error type for the admin package, carrying pganon's SQLSTATE when the database raised it.
+
+The CLI prints a `PganonError` as one line on stderr (exit 2); everything else is a bug and keeps
+its traceback. Callers and tests branch on `.sqlstate`, never on message text.
+"""
+
+from __future__ import annotations
+
+# pganon's own SQLSTATE class "PA" (user-defined classes must not start with 0-4 or A-H... P is free).
+# Keep in sync with sql/000-errors.sql, which documents the same table for SQL users.
+SQLSTATES = {
+    "PA001": "unknown object (dataset, table, column, release)",
+    "PA002": "invalid argument (role, kind, level, l, parameter)",
+    "PA003": "incomplete metadata (sensitive value without a level, level without an l, no QI/SA)",
+    "PA004": "bad data (NULL in a quasi-identifier or sensitive attribute, empty table)",
+    "PA005": "unsatisfiable request (no release can meet the model)",
+    "PA006": "a release failed its own verification",
+    "PA007": "engine version mismatch: reconnect",
+    "PA008": "dependent objects block the operation",
+}
+
+
+class PganonError(Exception):
+    """A user error: bad input, missing metadata, a server that is not running."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.hint = hint
+
+    def __str__(self) -> str:
+        msg = super().__str__()
+        return f"{msg} (hint: {self.hint})" if self.hint else msg
+
+
+class VerificationFailed(PganonError):
+    """A release failed its independent verification; nothing was published."""
+
+
+def from_db_error(exc: Exception) -> PganonError | None:
+    """Turn a psycopg error raised by a pganon SQL function into a PganonError, else None."""
+    state = getattr(exc, "sqlstate", None)
+    if not state or not state.startswith("PA"):
+        return None
+    diag = getattr(exc, "diag", None)
+    message = (diag.message_primary if diag else None) or str(exc).splitlines()[0]
+    hint = diag.message_hint if diag else None
+    cls = VerificationFailed if state == "PA006" else PganonError
+    return cls(message, sqlstate=state, hint=hint)

@@ -1,0 +1,83 @@
+"""Releases from Python: publish, verify, list, summarize and read the stable views."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+from psycopg import sql
+
+from .errors import PganonError, from_db_error
+
+
+def _translate(exc: psycopg.Error):
+    err = from_db_error(exc)
+    return err if err else exc
+
+
+def publish(conn: psycopg.Connection, dataset: str, method: str, params: dict | None = None,
+            on_notice=None) -> int:
+    """Publish one release (one transaction); returns its id. `on_notice` receives progress lines."""
+    handler = (lambda diag: on_notice(diag.message_primary)) if on_notice else None
+    if handler:
+        conn.add_notice_handler(handler)
+    try:
+        return conn.execute("SELECT pganon.publish(%s, %s, %s::jsonb)",
+                            (dataset, method, json.dumps(params or {}))).fetchone()[0]
+    except psycopg.Error as exc:
+        raise _translate(exc) from None
+    finally:
+        if handler:
+            conn.remove_notice_handler(handler)
+
+
+def verify(conn: psycopg.Connection, release: int) -> list[dict]:
+    try:
+        rows = conn.execute('SELECT "check", passed, detail FROM pganon.verify(%s)', (release,)).fetchall()
+    except psycopg.Error as exc:
+        raise _translate(exc) from None
+    return [{"check": c, "passed": p, "detail": d} for c, p, d in rows]
+
+
+def get(conn: psycopg.Connection, release: int | None = None, dataset: str | None = None) -> dict:
+    """One release as a dict: by id, or the current release of a dataset."""
+    if release is not None:
+        cur = conn.execute("SELECT * FROM pganon.releases WHERE id = %s", (release,))
+    else:
+        cur = conn.execute("SELECT * FROM pganon.releases WHERE dataset = %s AND is_current", (dataset,))
+    row = cur.fetchone()
+    if row is None:
+        what = f"release {release}" if release is not None else f"a current release of dataset {dataset!r}"
+        raise PganonError(f"there is no {what}", sqlstate="PA001", hint="list them with `pganon releases`")
+    return dict(zip([c.name for c in cur.description], row))
+
+
+def list_releases(conn: psycopg.Connection, dataset: str | None = None) -> list[dict]:
+    cur = conn.execute("SELECT * FROM pganon.releases WHERE %s::text IS NULL OR dataset = %s ORDER BY id",
+                       (dataset, dataset))
+    names = [c.name for c in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def summary(rel: dict) -> dict:
+    """The numbers a DBA looks at first."""
+    m = rel["metrics"] or {}
+    return {
+        "release": rel["id"], "dataset": rel["dataset"], "method": rel["method"],
+        "groups": rel["groups"], "published": rel["published_rows"], "suppressed": rel["suppressed_rows"],
+        "AIL": m.get("ail"), "SR": m.get("sr"), "NCP%": m.get("ncp_percent"),
+        "seconds": float(rel["seconds"] or 0),
+    }
+
+
+def view_rows(conn: psycopg.Connection, dataset: str, which: str, limit: int = 10):
+    """The first rows of pganon_release.<dataset>_gt or _st, as (column names, rows)."""
+    if which not in ("gt", "st"):
+        raise PganonError("which must be gt or st")
+    ident = sql.Identifier("pganon_release", f"{dataset}_{which}")
+    try:
+        cur = conn.execute(sql.SQL("SELECT * FROM {} ORDER BY group_id LIMIT %s").format(ident), (limit,))
+    except psycopg.errors.UndefinedTable:
+        raise PganonError(f"dataset {dataset!r} has no published release", sqlstate="PA001",
+                          hint="publish one with `pganon publish`") from None
+    return [c.name for c in cur.description], cur.fetchall()

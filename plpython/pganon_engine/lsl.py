@@ -1,0 +1,296 @@
+"""Bucketization releases of Xiao & Li (spec 000): L_sl-diversity (MSLF variants) and the
+l-diversity baselines MBF, MSDCF, MMDCF.
+
+The pipeline steps for this family, each set-based except `plan`:
+  snapshot     source columns -> temp table; NULL / empty / duplicate-key checks
+  buckets      one row per distinct SA vector (first-appearance order = min key), codes, levels
+  plan         bucketize.plan() on bucket counts only (memory ~ buckets + plan runs, not rows)
+  assign       runs -> (key, group_id) by matching each row's rank inside its bucket
+  materialize  GT (group_id, QIs exact or generalized per group; spec §4.2's QIT), ST
+               (group_id, SA vector, count), and the level table the verifier reads
+  measure      AIL, SR (Defs 14-15), NCP of the per-group generalized QIs (spec 004 §4.1)
+"""
+
+from . import bucketize
+from .errors import bad_data, incomplete, invalid
+
+METHODS = {
+    "mbf": ("mbf", False), "msdcf": ("msdcf", False), "mmdcf": ("mmdcf", False),
+    "mbf_mslf": ("mbf", True), "msdcf_mslf": ("msdcf", True), "mmdcf_mslf": ("mmdcf", True),
+}
+PARAMS = {"d", "sensitive", "l", "tie", "seed", "qi_order", "generalize", "limit"}
+NUMERIC_RANGES = {"smallint": "int4range", "integer": "int4range", "bigint": "int8range", "date": "daterange"}
+
+SNAP, BUCKET, ROW = "pg_temp._pganon_snap", "pg_temp._pganon_bucket", "pg_temp._pganon_row"
+
+
+def _bool(params, name):
+    v = params.get(name, False)
+    if not isinstance(v, bool):
+        raise invalid(f"parameter {name} must be true or false, not {v!r}")
+    return v
+
+
+def _int(params, name, minimum):
+    v = params.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise invalid(f"parameter {name} must be an integer >= {minimum}, not {v!r}")
+    return v
+
+
+def parse_params(method, params, ds):
+    """Validate the publish parameters against the dataset before any work is done."""
+    unknown = sorted(set(params) - PARAMS)
+    if unknown:
+        raise invalid(f"unknown parameter(s) {unknown} for method {method}",
+                      hint=f"parameters of {method}: {sorted(PARAMS)}")
+    variant, mslf = METHODS[method]
+    sas = [a["column"] for a in ds.columns("sensitive")]
+    if "sensitive" in params and "d" in params:
+        raise invalid("give either d or sensitive, not both")
+    if "sensitive" in params:
+        chosen = params["sensitive"]
+        if not isinstance(chosen, list) or not chosen or not all(isinstance(c, str) for c in chosen):
+            raise invalid("parameter sensitive must be a non-empty list of column names")
+        bad = [c for c in chosen if c not in sas]
+        if bad:
+            raise invalid(f"{bad} are not sensitive attributes of dataset {ds.name}",
+                          hint=f"its sensitive attributes are {sas}")
+        sas = chosen
+    elif "d" in params:
+        d = _int(params, "d", 1)
+        if d > len(sas):
+            raise invalid(f"d = {d} but dataset {ds.name} declares only {len(sas)} sensitive attributes")
+        sas = sas[:d]
+    tie = params.get("tie", "random" if "seed" in params else "first")
+    if tie not in ("first", "random"):
+        raise invalid(f"parameter tie must be 'first' or 'random', not {tie!r}")
+    seed = _int(params, "seed", 0)
+    if tie == "random" and seed is None:
+        seed = 0
+    qis = ds.columns("quasi")
+    if not qis:
+        raise incomplete(f"dataset {ds.name} has no quasi-identifier",
+                         hint="declare one with pganon.set_attribute(dataset, column, 'quasi', kind)")
+    for q in qis:
+        if q["kind"] is None:
+            raise incomplete(f'quasi-identifier "{q["column"]}" has no kind',
+                             hint="set it with pganon.set_attribute(dataset, column, 'quasi', kind)")
+    if not ds.level_l:
+        raise incomplete(f"dataset {ds.name} has no l for any security level",
+                         hint="set them with pganon.set_level_l(dataset, level, l)")
+    return {
+        "method": method, "variant": variant, "mslf": mslf, "sas": sas, "qis": qis,
+        "l": _int(params, "l", 1), "tie": tie,
+        "seed": seed, "qi_order": _bool(params, "qi_order"), "generalize": _bool(params, "generalize"),
+        "limit": _int(params, "limit", 1),
+    }
+
+
+def snapshot(db, ds, p):
+    """Copy the declared columns in one statement (the caller holds a SHARE lock on the source)."""
+    I = db.ident
+    cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
+    db.run(f"DROP TABLE IF EXISTS {SNAP}, {BUCKET}, {ROW}")
+    limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
+    db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
+           f"FROM {ds.source}{limit}")
+    checked = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
+    counts = ", ".join(f"count(*) FILTER (WHERE {I(c)} IS NULL) AS n{i}" for i, c in enumerate(checked))
+    r = db.one(f"SELECT count(*) AS n, count(DISTINCT {I(ds.key)}) AS nkey, {counts} FROM {SNAP}")
+    if r["n"] == 0:
+        raise bad_data(f"the source table {ds.source} of dataset {ds.name} is empty", hint="load rows first")
+    nulls = {c: r[f"n{i}"] for i, c in enumerate(checked) if r[f"n{i}"]}
+    if nulls:
+        listing = ", ".join(f"{c}: {n} rows" for c, n in nulls.items())
+        raise bad_data(f"NULL values in {ds.source}: {listing}",
+                       hint="fill or filter them (e.g. publish from a view WHERE ... IS NOT NULL)")
+    if r["nkey"] != r["n"]:
+        raise bad_data(f'key column "{ds.key}" of {ds.source} is not unique ({r["n"] - r["nkey"]} duplicates)',
+                       hint="register the dataset with a unique key column")
+    return r["n"]
+
+
+def build_buckets(db, ds, p):
+    """One row per distinct SA vector; returns the planner's input arrays."""
+    I, sas = db.ident, p["sas"]
+    sa_list = ", ".join(map(I, sas))
+    db.run(f"CREATE TEMP TABLE _pganon_bucket ON COMMIT DROP AS "
+           f"SELECT (row_number() OVER (ORDER BY min({I(ds.key)})) - 1)::int AS _pganon_bucket, "
+           f"{sa_list}, count(*)::int AS _pganon_size FROM {SNAP} GROUP BY {sa_list}")
+    sel, joins = [], []
+    for j, sa in enumerate(sas):
+        sel.append(f"(dense_rank() OVER (ORDER BY b.{I(sa)}) - 1)::int AS c{j}, lv{j}.level AS v{j}")
+        joins.append(f"LEFT JOIN pganon.security_level lv{j} ON lv{j}.dataset_id = {int(ds.id)} "
+                     f"AND lv{j}.column_name = {db.literal(sa)} AND lv{j}.value = b.{I(sa)}::text")
+    rows = db.rows(f"SELECT b._pganon_bucket AS b, b._pganon_size AS size, {', '.join(sel)} "
+                   f"FROM {BUCKET} b {' '.join(joins)} ORDER BY b._pganon_bucket")
+    missing = []
+    for j, sa in enumerate(sas):
+        vals = sorted({r[f"c{j}"] for r in rows if r[f"v{j}"] is None})
+        if vals:
+            missing.append((sa, j, len(vals)))
+    if missing:
+        examples = []
+        for sa, j, n in missing:
+            ex = db.rows(f"SELECT DISTINCT b.{I(sa)}::text AS v FROM {BUCKET} b LEFT JOIN pganon.security_level s "
+                         f"ON s.dataset_id = {int(ds.id)} AND s.column_name = {db.literal(sa)} AND s.value = b.{I(sa)}::text "
+                         f"WHERE s.level IS NULL ORDER BY 1 LIMIT 5")
+            examples.append(f"{sa}: {n} value(s) such as {', '.join(repr(e['v']) for e in ex)}")
+        raise incomplete("sensitive values without a security level: " + "; ".join(examples),
+                         hint="give each a level with pganon.set_security_level(dataset, column, value, level)")
+    d = len(sas)
+    sizes = [r["size"] for r in rows]
+    values = [r[f"c{j}"] for r in rows for j in range(d)]
+    levels = [r[f"v{j}"] for r in rows for j in range(d)]
+    unknown_levels = sorted(set(levels) - set(ds.level_l))
+    if unknown_levels:
+        raise incomplete(f"security level(s) {unknown_levels} have no l",
+                         hint="set them with pganon.set_level_l(dataset, level, l)")
+    return sizes, values, levels
+
+
+def baseline_l(p, ds, levels):
+    """Spec A15: the baselines' single l is the l of the highest level present, unless given."""
+    if p["l"] is not None:
+        return p["l"]
+    return ds.level_l[max(levels)]
+
+
+def plan(db, ds, p, sizes, values, levels):
+    try:
+        return bucketize.plan(sizes, values, levels, ds.level_l, p["variant"], mslf=p["mslf"],
+                              baseline_l=p["baseline_l"], tie=p["tie"], seed=p["seed"])
+    except ValueError as exc:
+        raise invalid(str(exc))
+
+
+def assign(db, ds, p, the_plan, rel):
+    """Match each row's rank inside its bucket to the plan's runs; one INSERT ... SELECT."""
+    I = db.ident
+    order_cols = ([q["column"] for q in p["qis"]] if p["qi_order"] else []) + [ds.key]
+    order = ", ".join("s." + I(c) for c in order_cols)
+    on = " AND ".join(f"s.{I(sa)} = b.{I(sa)}" for sa in p["sas"])
+    db.run(f"CREATE TEMP TABLE _pganon_row ON COMMIT DROP AS SELECT s.{I(ds.key)} AS k, b._pganon_bucket AS bucket, "
+           f"(row_number() OVER (PARTITION BY b._pganon_bucket ORDER BY {order}) - 1)::int AS rank "
+           f"FROM {SNAP} s JOIN {BUCKET} b ON {on}")
+    rb, rs, rg, rc = [], [], [], []
+    taken = {}
+    for bucket, group, count in the_plan.runs:
+        start = taken.get(bucket, 0)
+        rb.append(bucket); rs.append(start); rg.append(group); rc.append(count)
+        taken[bucket] = start + count
+    db.run(f"CREATE TABLE {rel['map']} AS "
+           f"SELECT r.k AS {I(ds.key)}, (u.g + i)::int AS group_id "
+           f"FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[]) AS u(b, s, g, c) "
+           f"CROSS JOIN LATERAL generate_series(0, u.c - 1) AS i "
+           f"JOIN {ROW} r ON r.bucket = u.b AND r.rank = u.s + i",
+           [rb, rs, rg, rc], ["int4[]", "int4[]", "int4[]", "int4[]"])
+    db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({I(ds.key)})")
+
+
+def materialize(db, ds, p, rel):
+    I = db.ident
+    qis, sas = p["qis"], p["sas"]
+    if p["generalize"]:
+        aggs, outs = [], []
+        for q in qis:
+            c = I(q["column"])
+            rng = NUMERIC_RANGES.get(q["type"], "numrange")
+            if q["kind"] in ("numeric", "date"):
+                cast = "::numeric" if rng == "numrange" else ""
+                aggs.append(f"{rng}(min(s.{c}){cast}, max(s.{c}){cast}, '[]') AS {c}")
+            else:
+                aggs.append(f"array_agg(DISTINCT s.{c}::text ORDER BY s.{c}::text) AS {c}")
+            outs.append(f"g.{c}")
+        db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS SELECT m.group_id, {', '.join(aggs)} "
+               f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) GROUP BY m.group_id")
+        db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join(outs)} "
+               f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) JOIN pg_temp._pganon_ggen g USING (group_id) "
+               f"ORDER BY m.group_id")
+        db.run("DROP TABLE pg_temp._pganon_ggen")
+    else:
+        db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join('s.' + I(q['column']) for q in qis)} "
+               f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
+               f"ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}")
+    sa_sel = ", ".join("s." + I(c) for c in sas)
+    db.run(f"CREATE TABLE {rel['st']} AS SELECT m.group_id, {sa_sel}, count(*)::int AS count "
+           f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
+           f"GROUP BY m.group_id, {sa_sel} ORDER BY m.group_id, count(*) DESC, {sa_sel}")
+    # The level table the verifier and the metrics read: what this release promised per value.
+    db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.column_name::text AS sa, s.value, s.level, l.l "
+           f"FROM pganon.security_level s JOIN pganon.level_l l USING (dataset_id, level) "
+           f"WHERE s.dataset_id = $1 AND s.column_name::text = ANY($2)", [ds.id, sas], ["int4", "text[]"])
+    for suffix in ("gt", "st", "levels", "map"):
+        db.run(f"ANALYZE {rel[suffix]}")
+
+
+def layout(ds, p, rel):
+    return {
+        "family": "bucketization",
+        "model": "lsl" if p["mslf"] else "l_diversity",
+        "l": None if p["mslf"] else p["baseline_l"],
+        "key": ds.key,
+        "qis": [{"column": q["column"], "kind": q["kind"]} for q in p["qis"]],
+        "sas": p["sas"],
+        "generalized": p["generalize"],
+        "relations": rel,
+    }
+
+
+def measure(db, ds, p, rel, lay, source_rows):
+    """AIL (Def 14, l of each group from its final contents), SR (Def 15), NCP% (004 §4.1)."""
+    I = db.ident
+    if p["mslf"]:
+        per_sa = " UNION ALL ".join(
+            f"SELECT st.group_id, lv.l FROM {rel['st']} st JOIN {rel['levels']} lv "
+            f"ON lv.sa = {db.literal(sa)} AND lv.value = st.{I(sa)}::text" for sa in p["sas"])
+        group_l = f"SELECT group_id, max(l) AS lg FROM ({per_sa}) x GROUP BY group_id"
+    else:
+        group_l = f"SELECT DISTINCT group_id, {int(p['baseline_l'])} AS lg FROM {rel['st']}"
+    r = db.one(f"WITH sz AS (SELECT group_id, sum(count) AS n FROM {rel['st']} GROUP BY group_id), "
+               f"gl AS ({group_l}) "
+               f"SELECT count(*) AS groups, coalesce(sum(sz.n), 0) AS published, sum(sz.n - gl.lg) AS extra, "
+               f"sum(gl.lg) AS base, min(sz.n) AS min_size, max(sz.n) AS max_size "
+               f"FROM sz JOIN gl USING (group_id)")
+    published = int(r["published"])
+    ail = float(r["extra"]) / float(r["base"]) if r["groups"] else 0.0
+    metrics = {
+        "groups": int(r["groups"]), "published_rows": published,
+        "suppressed_rows": source_rows - published,
+        "ail": ail, "sr": (source_rows - published) / source_rows,
+        "min_group_size": r["min_size"], "max_group_size": r["max_size"],
+        "d": len(p["sas"]), "buckets": p["buckets"],
+        "ncp_percent": ncp_percent(db, ds, p, rel),
+    }
+    return metrics
+
+
+def ncp_percent(db, ds, p, rel):
+    """NCP% of the per-group generalized QIs: numeric span / domain span, categorical
+    distinct-in-group / domain size (0 when the group has one value); weights 1."""
+    I, qis = db.ident, p["qis"]
+    if not qis:
+        return None
+    terms, dom = [], []
+    for i, q in enumerate(qis):
+        c = I(q["column"])
+        if q["kind"] == "numeric":
+            dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
+            terms.append(f"CASE WHEN d.d{i} > 0 THEN (max(s.{c}) - min(s.{c}))::float8 / d.d{i} ELSE 0 END")
+        elif q["kind"] == "date":
+            dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
+            terms.append(f"CASE WHEN d.d{i} > 0 THEN (max(s.{c}) - min(s.{c}))::float8 / d.d{i} ELSE 0 END")
+        else:
+            dom.append(f"count(DISTINCT {c})::float8 AS d{i}")
+            terms.append(f"CASE WHEN count(DISTINCT s.{c}) > 1 THEN count(DISTINCT s.{c}) / d.d{i} ELSE 0 END")
+    r = db.one(f"WITH d AS (SELECT {', '.join(dom)} FROM {SNAP}), "
+               f"g AS (SELECT count(*) AS n, ({' + '.join(terms)}) AS ncp FROM {rel['map']} m "
+               f"JOIN {SNAP} s USING ({I(ds.key)}) CROSS JOIN d GROUP BY m.group_id, "
+               f"{', '.join('d.d' + str(i) for i in range(len(qis)))}) "
+               f"SELECT sum(n * ncp) AS total, sum(n) AS n FROM g")
+    if not r["n"]:
+        return 0.0
+    return 100.0 * float(r["total"]) / (float(r["n"]) * len(qis))

@@ -1,0 +1,75 @@
+"""The only engine module that touches `plpy`: a small database handle for the pipeline modules.
+
+Pipeline code calls `db.rows(sql, args, types)` and `db.ident(name)`; tests can hand in any
+object with the same methods. Prepared plans are cached per query text for the session.
+"""
+
+import time
+
+from .errors import EngineError
+
+
+class Db:
+    def __init__(self, plpy):
+        self._plpy = plpy
+        self._plans = {}
+
+    def rows(self, query, args=(), types=()):
+        """Run one statement; return its rows as a list of dicts (empty for utility statements)."""
+        if args:
+            key = (query, tuple(types))
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._plans[key] = self._plpy.prepare(query, list(types))
+            return list(self._plpy.execute(plan, list(args)))
+        return list(self._plpy.execute(query))
+
+    def one(self, query, args=(), types=()):
+        rs = self.rows(query, args, types)
+        return rs[0] if rs else None
+
+    def run(self, query, args=(), types=()):
+        self.rows(query, args, types)
+
+    def ident(self, name):
+        return self._plpy.quote_ident(name)
+
+    def literal(self, value):
+        return self._plpy.quote_literal(value)
+
+    def notice(self, message):
+        self._plpy.notice(message)
+
+
+def raise_as_sql(plpy, exc):
+    """Re-raise an EngineError as a SQL error with pganon's SQLSTATE, hint and detail."""
+    kw = {"sqlstate": exc.sqlstate}
+    if exc.hint:
+        kw["hint"] = exc.hint
+    if exc.detail:
+        kw["detail"] = exc.detail
+    plpy.error(str(exc), **kw)
+
+
+def call(plpy, fn, **kwargs):
+    """Run one engine entry point from a PL/Python wrapper, mapping EngineError to SQL errors."""
+    try:
+        return fn(Db(plpy), **kwargs)
+    except EngineError as exc:
+        raise_as_sql(plpy, exc)
+
+
+class Phases:
+    """Seconds per pipeline phase, in the order run (stored with the release)."""
+
+    def __init__(self, db=None):
+        self.seconds = {}
+        self._db = db
+
+    def run(self, name, fn, *args, **kwargs):
+        if self._db is not None:
+            self._db.notice(f"pganon: {name} ...")
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        self.seconds[name] = round(time.perf_counter() - t0, 4)
+        return out

@@ -1,0 +1,186 @@
+-- The catalog API: declare a dataset, its attributes, the security level of each sensitive value
+-- and the l of each level. Each function validates before it writes and names the fix.
+
+CREATE OR REPLACE FUNCTION pganon._dataset_id(dataset text) RETURNS int
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE did int;
+BEGIN
+  SELECT d.id INTO did FROM pganon.dataset d WHERE d.name = _dataset_id.dataset;
+  IF did IS NULL THEN
+    RAISE EXCEPTION 'dataset "%" is not registered', dataset USING ERRCODE = 'PA001',
+      HINT = 'register it with pganon.register_dataset(name, source, key_column)';
+  END IF;
+  RETURN did;
+END $$;
+
+CREATE OR REPLACE FUNCTION pganon._column_type(source regclass, column_name text) RETURNS regtype
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE t regtype;
+BEGIN
+  SELECT a.atttypid::regtype INTO t FROM pg_attribute a
+   WHERE a.attrelid = source AND a.attname = column_name AND a.attnum > 0 AND NOT a.attisdropped;
+  IF t IS NULL THEN
+    RAISE EXCEPTION 'column "%" does not exist in %', column_name, source USING ERRCODE = 'PA001',
+      HINT = 'check the column name (names are case-sensitive as written in the table)';
+  END IF;
+  RETURN t;
+END $$;
+
+CREATE OR REPLACE FUNCTION pganon.register_dataset(name text, source regclass, key_column text,
+                                                   person_column text DEFAULT NULL) RETURNS int
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE did int;
+BEGIN
+  IF name IS NULL OR octet_length(name) NOT BETWEEN 1 AND 56 THEN
+    RAISE EXCEPTION 'dataset name must be 1 to 56 bytes long' USING ERRCODE = 'PA002',
+      HINT = 'release views are named <dataset>_gt and <dataset>_st, which must fit in 63 bytes';
+  END IF;
+  IF (SELECT c.relkind FROM pg_class c WHERE c.oid = source) NOT IN ('r', 'p', 'v', 'm', 'f') THEN
+    RAISE EXCEPTION '% is not a table or view', source USING ERRCODE = 'PA002';
+  END IF;
+  PERFORM pganon._column_type(source, key_column);
+  IF person_column IS NOT NULL THEN PERFORM pganon._column_type(source, person_column); END IF;
+  INSERT INTO pganon.dataset AS d (name, source, key_column, person_column)
+  VALUES (register_dataset.name, source, key_column, person_column)
+  ON CONFLICT ON CONSTRAINT dataset_name_key DO UPDATE
+     SET source = EXCLUDED.source, key_column = EXCLUDED.key_column, person_column = EXCLUDED.person_column
+  RETURNING d.id INTO did;
+  INSERT INTO pganon.level_l (dataset_id, level, l) VALUES (did, 0, 1), (did, 1, 2), (did, 2, 3)
+  ON CONFLICT DO NOTHING;
+  RETURN did;
+END $$;
+COMMENT ON FUNCTION pganon.register_dataset(text, regclass, text, text) IS
+  'Declare (or re-declare) a dataset: its source table, unique key column and optional person column. '
+  'Sets l0=1, l1=2, l2=3 unless levels are already set. Example: SELECT pganon.register_dataset(''adult'', ''adult'', ''id'');';
+
+CREATE OR REPLACE FUNCTION pganon.set_attribute(dataset text, column_name text, role text,
+                                                kind text DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  did int := pganon._dataset_id(dataset);
+  src regclass;
+  keycol name;
+  t regtype;
+  cat text;
+BEGIN
+  SELECT d.source, d.key_column INTO src, keycol FROM pganon.dataset d WHERE d.id = did;
+  t := pganon._column_type(src, column_name);
+  IF role IS NULL OR role NOT IN ('identifier', 'quasi', 'sensitive', 'insensitive') THEN
+    RAISE EXCEPTION 'unknown role "%" for column "%"', role, column_name USING ERRCODE = 'PA002',
+      HINT = 'role is one of identifier, quasi, sensitive, insensitive';
+  END IF;
+  IF column_name = keycol THEN
+    RAISE EXCEPTION 'column "%" is the key of dataset "%" and cannot have a role', column_name, dataset
+      USING ERRCODE = 'PA002', HINT = 'the key is never published; declare the other columns';
+  END IF;
+  SELECT typcategory INTO cat FROM pg_type WHERE oid = t;
+  IF kind IS NULL AND role IN ('quasi', 'sensitive') THEN
+    kind := CASE WHEN cat = 'N' THEN 'numeric' WHEN cat = 'D' THEN 'date' ELSE 'categorical' END;
+  END IF;
+  IF kind IS NOT NULL AND kind NOT IN ('numeric', 'categorical', 'date') THEN
+    RAISE EXCEPTION 'unknown kind "%" for column "%"', kind, column_name USING ERRCODE = 'PA002',
+      HINT = 'kind is one of numeric, categorical, date';
+  END IF;
+  IF kind = 'numeric' AND cat <> 'N' THEN
+    RAISE EXCEPTION 'column "%" has type %, which cannot be numeric', column_name, t USING ERRCODE = 'PA002',
+      HINT = 'declare it categorical, or cast it in a view and register the view';
+  END IF;
+  IF kind = 'date' AND cat <> 'D' THEN
+    RAISE EXCEPTION 'column "%" has type %, which cannot be a date', column_name, t USING ERRCODE = 'PA002',
+      HINT = 'declare it categorical, or cast it in a view and register the view';
+  END IF;
+  INSERT INTO pganon.attribute AS a (dataset_id, column_name, role, kind, position)
+  VALUES (did, column_name, role, kind,
+          coalesce((SELECT max(x.position) + 1 FROM pganon.attribute x WHERE x.dataset_id = did), 1))
+  ON CONFLICT (dataset_id, column_name) DO UPDATE SET role = EXCLUDED.role, kind = EXCLUDED.kind;
+  IF role <> 'sensitive' THEN
+    DELETE FROM pganon.security_level s WHERE s.dataset_id = did AND s.column_name = set_attribute.column_name;
+  END IF;
+END $$;
+COMMENT ON FUNCTION pganon.set_attribute(text, text, text, text) IS
+  'Declare a column''s role (identifier | quasi | sensitive | insensitive) and kind (numeric | categorical | date; '
+  'inferred from the column type when NULL). Declaration order is kept: sensitive attributes are used in it.';
+
+CREATE OR REPLACE FUNCTION pganon.set_security_level(dataset text, column_name text, value text, level int)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  did int := pganon._dataset_id(dataset);
+  r text;
+BEGIN
+  SELECT a.role INTO r FROM pganon.attribute a WHERE a.dataset_id = did AND a.column_name = set_security_level.column_name;
+  IF r IS NULL OR r <> 'sensitive' THEN
+    RAISE EXCEPTION 'column "%" is not a sensitive attribute of dataset "%"', column_name, dataset
+      USING ERRCODE = 'PA001', HINT = 'declare it first with pganon.set_attribute(dataset, column, ''sensitive'')';
+  END IF;
+  IF value IS NULL THEN
+    RAISE EXCEPTION 'a security level needs a value' USING ERRCODE = 'PA002';
+  END IF;
+  IF level IS NULL OR level < 0 THEN
+    RAISE EXCEPTION 'security level must be a non-negative integer, not %', level USING ERRCODE = 'PA002';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pganon.level_l x WHERE x.dataset_id = did AND x.level = set_security_level.level) THEN
+    RAISE EXCEPTION 'security level % of dataset "%" has no l', level, dataset USING ERRCODE = 'PA003',
+      HINT = format('set it first: SELECT pganon.set_level_l(%L, %s, l)', dataset, level);
+  END IF;
+  INSERT INTO pganon.security_level (dataset_id, column_name, value, level)
+  VALUES (did, column_name, value, level)
+  ON CONFLICT (dataset_id, column_name, value) DO UPDATE SET level = EXCLUDED.level;
+END $$;
+COMMENT ON FUNCTION pganon.set_security_level(text, text, text, int) IS
+  'Give one value of a sensitive attribute its security level (0 = no requirement ... higher = stronger).';
+
+CREATE OR REPLACE FUNCTION pganon.set_level_l(dataset text, level int, l int) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  did int := pganon._dataset_id(dataset);
+  bad text;
+BEGIN
+  IF level IS NULL OR level < 0 THEN
+    RAISE EXCEPTION 'level must be a non-negative integer, not %', level USING ERRCODE = 'PA002';
+  END IF;
+  IF l IS NULL OR l < 1 THEN
+    RAISE EXCEPTION 'l must be an integer >= 1, not %', l USING ERRCODE = 'PA002',
+      HINT = 'l = 1 means no requirement; a value of level k may fill at most 1/l_k of a group';
+  END IF;
+  INSERT INTO pganon.level_l AS x (dataset_id, level, l) VALUES (did, level, l)
+  ON CONFLICT (dataset_id, level) DO UPDATE SET l = EXCLUDED.l;
+  SELECT string_agg(format('l%s=%s > l%s=%s', a.level, a.l, b.level, b.l), ', ') INTO bad
+    FROM pganon.level_l a JOIN pganon.level_l b ON a.dataset_id = b.dataset_id AND a.level < b.level AND a.l > b.l
+   WHERE a.dataset_id = did;
+  IF bad IS NOT NULL THEN
+    RAISE EXCEPTION 'l must not decrease with the security level: %', bad USING ERRCODE = 'PA002',
+      HINT = 'keep 1 <= l0 <= l1 <= l2 ...; change the other levels first';
+  END IF;
+END $$;
+COMMENT ON FUNCTION pganon.set_level_l(text, int, int) IS
+  'Set the l of a security level (defaults l0=1, l1=2, l2=3); l must not decrease with the level.';
+
+CREATE OR REPLACE FUNCTION pganon.drop_dataset(dataset text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE did int := pganon._dataset_id(dataset); rid bigint;
+BEGIN
+  FOR rid IN SELECT id FROM pganon.release WHERE dataset_id = did AND status = 'published' LOOP
+    PERFORM pganon.drop_release(rid);
+  END LOOP;
+  DELETE FROM pganon.dataset WHERE id = did;
+END $$;
+COMMENT ON FUNCTION pganon.drop_dataset(text) IS 'Forget a dataset, its metadata and all its releases.';
+
+CREATE OR REPLACE VIEW pganon.attributes AS
+SELECT d.name AS dataset, a.column_name, a.role, a.kind, a.position,
+       (SELECT count(*) FROM pganon.security_level s
+         WHERE s.dataset_id = a.dataset_id AND s.column_name = a.column_name) AS values_with_level
+  FROM pganon.attribute a JOIN pganon.dataset d ON d.id = a.dataset_id
+ ORDER BY d.name, a.position;

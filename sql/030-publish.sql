@@ -1,0 +1,45 @@
+-- Publishing: the PL/Python entry point and the view swap it ends with.
+
+CREATE OR REPLACE FUNCTION pganon.publish(dataset text, method text, params jsonb DEFAULT '{}')
+RETURNS bigint
+LANGUAGE plpython3u VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+plpy.execute("SELECT pganon._engine_boot()")
+from pganon_engine import plpy_adapter, release
+return plpy_adapter.call(plpy, release.publish, dataset=dataset, method=method, params=params)
+$$;
+COMMENT ON FUNCTION pganon.publish(text, text, jsonb) IS
+  'Publish a verified release of a dataset in one transaction; returns the release id. '
+  'Takes a SHARE lock on the source table while it runs. Methods: mbf, msdcf, mmdcf, mbf_mslf, '
+  'msdcf_mslf, mmdcf_mslf. Params: d or sensitive, tie, seed, l (baselines), qi_order, generalize, limit. '
+  'Example: SELECT pganon.publish(''adult'', ''mmdcf_mslf'', ''{"d": 3}'');';
+
+CREATE OR REPLACE FUNCTION pganon._expose(dataset text, gt text, st text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  pair text[];
+  v text;
+  deps text;
+BEGIN
+  FOREACH pair SLICE 1 IN ARRAY ARRAY[[dataset || '_gt', gt], [dataset || '_st', st]] LOOP
+    v := pair[1];
+    BEGIN
+      EXECUTE format('CREATE OR REPLACE VIEW pganon_release.%I AS SELECT * FROM %s', v, pair[2]::regclass);
+    EXCEPTION WHEN invalid_table_definition OR feature_not_supported OR datatype_mismatch THEN
+      -- The new release has other columns: the view must be dropped, unless something uses it.
+      SELECT string_agg(DISTINCT c.oid::regclass::text, ', ') INTO deps
+        FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class c ON c.oid = r.ev_class
+       WHERE d.refobjid = format('pganon_release.%I', v)::regclass AND c.oid <> d.refobjid;
+      IF deps IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot replace view pganon_release.%: % depend on it', v, deps
+          USING ERRCODE = 'PA008', HINT = 'drop or change the dependent objects, then publish again';
+      END IF;
+      EXECUTE format('DROP VIEW pganon_release.%I', v);
+      EXECUTE format('CREATE VIEW pganon_release.%I AS SELECT * FROM %s', v, pair[2]::regclass);
+    END;
+    EXECUTE format('COMMENT ON VIEW pganon_release.%I IS %L', v,
+                   format('pganon: newest release of dataset %s (%s)', dataset, pair[2]));
+    EXECUTE format('GRANT SELECT ON pganon_release.%I TO pganon_reader', v);
+  END LOOP;
+END $$;
