@@ -144,7 +144,9 @@ def cmd_publish(args):
 
 def cmd_verify(args):
     with connect(args.dsn) as conn:
-        checks = releases.verify(conn, args.release)
+        rid = int(args.release) if args.release.isdigit() else releases.get(conn, dataset=args.release)["id"]
+        checks = releases.verify(conn, rid)
+    print(f"release {rid}")
     print(table(["check", "passed", "detail"], [(c["check"], c["passed"], c["detail"]) for c in checks]))
     if not all(c["passed"] for c in checks):
         return 1
@@ -229,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress lines")
     s.set_defaults(fn=cmd_publish)
     s = sub.add_parser("verify", parents=[common], help="re-run a release's independent checks")
-    s.add_argument("release", type=int); s.set_defaults(fn=cmd_verify)
+    s.add_argument("release", help="a release id, or a dataset name for its current release")
+    s.set_defaults(fn=cmd_verify)
     s = sub.add_parser("releases", parents=[common], help="list releases")
     s.add_argument("dataset", nargs="?"); s.set_defaults(fn=cmd_releases)
     s = sub.add_parser("show", parents=[common], help="first rows of a dataset's release views")

@@ -53,12 +53,11 @@ def engine_hash(mods: list[tuple[str, bool, str]]) -> str:
 
 
 def _engine(dsn: str | None) -> sa.Engine:
-    url = resolve_dsn(dsn)
-    if url.startswith("postgresql://") or url.startswith("postgres://"):
-        url = "postgresql+psycopg://" + url.split("://", 1)[1]
-    elif "://" not in url:  # a libpq keyword DSN
-        return sa.create_engine("postgresql+psycopg://", connect_args={"conninfo": url})
-    return sa.create_engine(url)
+    """A SQLAlchemy engine over psycopg that accepts any libpq DSN (URL or key=value form)."""
+    import psycopg
+    target = resolve_dsn(dsn)
+    return sa.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target),
+                            poolclass=sa.pool.NullPool)
 
 
 def _alembic_config(conn: sa.Connection) -> Config:

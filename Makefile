@@ -1,0 +1,32 @@
+# pganon: the everyday commands. Every target runs scripts/setup.sh first (idempotent, fast).
+PY := .venv/bin/python
+PGANON := .venv/bin/pganon
+
+.PHONY: setup demo test unit bench server-start server-stop clean
+
+setup:
+	@bash scripts/setup.sh
+
+## The main job: local server, install, load Adult, publish MMDCF-MSLF (d = 3), show the release.
+demo: setup
+	@bash scripts/demo.sh
+
+## The tests: unit (engine, no database) and integration (real PostgreSQL with plpython3u).
+test: setup
+	@$(PY) -m pytest -q tests
+
+unit: setup
+	@$(PY) -m pytest -q tests/unit
+
+## Benchmarks (not part of `make test`): writes benchmarks/results/.
+bench: setup
+	@$(PY) benchmarks/run.py
+
+server-start: setup
+	@$(PGANON) server start
+
+server-stop:
+	@$(PGANON) server stop
+
+clean: server-stop
+	rm -rf .pganon

@@ -1,0 +1,43 @@
+"""`pganon apply FILE`: a declarative file sets everything in one transaction, or nothing."""
+
+import json
+
+import pytest
+
+from helpers import create_table1
+from pganon import catalog
+from pganon.errors import PganonError
+from pganon.install import ROOT
+
+
+def test_apply_table1_yaml_declares_everything(conn, name):
+    create_table1(conn, name)
+    info = catalog.apply(conn, ROOT / "pganon/data/table1.yaml", source=name)
+    assert info["security_levels"] == 10
+    rows = conn.execute("SELECT column_name, role, kind FROM pganon.attributes WHERE dataset = 'table1' ORDER BY position").fetchall()
+    assert [r[0] for r in rows] == ["ssn", "name", "age", "sex", "race", "zipcode", "physician", "disease"]
+    assert dict((r[0], r[1]) for r in rows)["disease"] == "sensitive"
+
+
+def test_apply_json_and_failure_leaves_nothing(conn, name, tmp_path):
+    create_table1(conn, name)
+    spec = {"dataset": name, "source": name, "key_column": "rid",
+            "attributes": [{"column": "age", "role": "quasi", "kind": "numeric"},
+                           {"column": "disease", "role": "sensitive"}],
+            "security_levels": {"disease": {0: ["Flu"], 9: ["HIV"]}}}   # level 9 has no l
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(PganonError) as err:
+        catalog.apply(conn, path)
+    assert err.value.sqlstate == "PA003"
+    assert conn.execute("SELECT count(*) FROM pganon.dataset WHERE name = %s", (name,)).fetchone()[0] == 0
+    spec["security_levels"]["disease"] = {0: ["Flu"], 2: ["HIV"]}
+    path.write_text(json.dumps(spec))
+    assert catalog.apply(conn, path)["security_levels"] == 2
+
+
+def test_apply_rejects_unknown_keys(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("dataset: a\nsource: b\nkey_column: id\nattribute: []\n")
+    with pytest.raises(PganonError, match="unknown keys"):
+        catalog.read_spec(path)
