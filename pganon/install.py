@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import psycopg
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
@@ -54,7 +55,6 @@ def engine_hash(mods: list[tuple[str, bool, str]]) -> str:
 
 def _engine(dsn: str | None) -> sa.Engine:
     """A SQLAlchemy engine over psycopg that accepts any libpq DSN (URL or key=value form)."""
-    import psycopg
     target = resolve_dsn(dsn)
     return sa.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target),
                             poolclass=sa.pool.NullPool)
@@ -84,6 +84,8 @@ def install(dsn: str | None = None) -> dict:
             if not raw.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'plpython3u'").fetchone():
                 raise PganonError("plpython3u is not available in this server",
                                   hint="install postgresql-plpython3-15 on the server (scripts/setup.sh does)")
+            had_plpython = raw.execute("SELECT 1 FROM pg_extension WHERE extname = 'plpython3u'").fetchone()
+            first_install = not raw.execute("SELECT to_regclass('pganon._installation')").fetchone()[0]
             raw.execute("CREATE EXTENSION IF NOT EXISTS plpython3u")
             raw.execute("CREATE SCHEMA IF NOT EXISTS pganon")
             before = MigrationContext.configure(conn, opts={"version_table_schema": "pganon"}).get_current_revision()
@@ -92,9 +94,10 @@ def install(dsn: str | None = None) -> dict:
             with raw.cursor() as cur:
                 cur.executemany("INSERT INTO pganon._engine_module (name, is_package, source) VALUES (%s, %s, %s)", mods)
             raw.execute(
-                "INSERT INTO pganon._installation (version, engine_hash) VALUES (%s, %s) "
+                "INSERT INTO pganon._installation (version, engine_hash, created_plpython) VALUES (%s, %s, %s) "
                 "ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version, "
-                "engine_hash = EXCLUDED.engine_hash, installed_at = now()", (__version__, digest))
+                "engine_hash = EXCLUDED.engine_hash, installed_at = now()",
+                (__version__, digest, bool(first_install and not had_plpython)))
             _ensure_reader_role(raw)
             for path in sorted(SQL_DIR.glob("*.sql")):
                 raw.execute(path.read_text(encoding="utf-8"))
@@ -124,10 +127,19 @@ def uninstall(dsn: str | None = None, drop_role: bool = True) -> dict:
         with eng.begin() as conn:
             raw = _raw(conn)
             raw.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
+            created_plpython = False
+            if raw.execute("SELECT to_regclass('pganon._installation')").fetchone()[0]:
+                created_plpython = raw.execute("SELECT created_plpython FROM pganon._installation").fetchone()[0]
             for schema in SCHEMAS:
                 raw.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             if drop_role and raw.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (READER_ROLE,)).fetchone():
                 raw.execute(f"REVOKE ALL ON DATABASE {_quote(raw, _dbname(raw))} FROM {READER_ROLE}")
+            if created_plpython:  # only what pganon itself created; RESTRICT keeps others' functions safe
+                raw.execute("SAVEPOINT ext")
+                try:
+                    raw.execute("DROP EXTENSION plpython3u")
+                except psycopg.errors.DependentObjectsStillExist:
+                    raw.execute("ROLLBACK TO SAVEPOINT ext")
         if drop_role:
             role_dropped = _try_drop_role(eng)
     finally:
@@ -145,19 +157,17 @@ def _quote(raw, ident: str) -> str:
 
 
 def _try_drop_role(eng: sa.Engine) -> bool:
-    import psycopg
     with eng.connect() as conn:
         raw = _raw(conn)
         raw.autocommit = True
         try:
             raw.execute(f"DROP ROLE IF EXISTS {READER_ROLE}")
             return True
-        except psycopg.errors.DependentObjectsStillReferenced:
+        except psycopg.errors.DependentObjectsStillExist:
             return False  # another database still grants to it; it stays for that one
 
 
 def status(dsn: str | None = None) -> dict:
-    import psycopg
     from .connection import connect
     with connect(dsn) as conn:
         row = conn.execute("SELECT to_regclass('pganon._installation') IS NOT NULL").fetchone()

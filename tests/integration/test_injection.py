@@ -1,0 +1,53 @@
+"""Hostile names and values: quoted everywhere, never executed (as MADlib's install-check does)."""
+
+import psycopg
+from psycopg import sql
+
+from helpers import checks, publish
+
+
+def test_injection_names_of_schema_table_columns_dataset_and_values(conn):
+    schema, table = "Sch ema;", 'TEST"; DROP TABLE x; --'
+    cols = {"key": "ID2", "qi": "Âge ünïcode", "sa1": "a; select 1", "sa2": 'Dis"ease'}
+    dataset = "a; select 1"
+    conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    conn.execute(sql.SQL("CREATE TABLE {}.{} ({} int PRIMARY KEY, {} int, {} text, {} text)").format(
+        sql.Identifier(schema), sql.Identifier(table), *[sql.Identifier(c) for c in cols.values()]))
+    values = ["O'Brien", "Robert'); DROP TABLE students;--", "naïve", "$$x$$"]
+    rows = [(i, 20 + i, values[i % 4], ["Flu", "HIV", "Cold"][i % 3]) for i in range(1, 25)]
+    with conn.cursor() as cur:
+        cur.executemany(sql.SQL("INSERT INTO {}.{} VALUES (%s, %s, %s, %s)").format(
+            sql.Identifier(schema), sql.Identifier(table)), rows)
+    regclass = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table)).as_string(conn)
+    conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, %s)", (dataset, regclass, cols["key"]))
+    conn.execute("SELECT pganon.set_attribute(%s, %s, 'quasi')", (dataset, cols["qi"]))
+    conn.execute("SELECT pganon.set_attribute(%s, %s, 'sensitive')", (dataset, cols["sa1"]))
+    conn.execute("SELECT pganon.set_attribute(%s, %s, 'sensitive')", (dataset, cols["sa2"]))
+    for v in values:
+        conn.execute("SELECT pganon.set_security_level(%s, %s, %s, 1)", (dataset, cols["sa1"], v))
+    for v, lv in (("Flu", 0), ("HIV", 2), ("Cold", 1)):
+        conn.execute("SELECT pganon.set_security_level(%s, %s, %s, %s)", (dataset, cols["sa2"], v, lv))
+    for method in ("mbf_mslf", "mmdcf"):
+        rid = publish(conn, dataset, method, generalize=method == "mbf_mslf")
+        assert all(p for p, _ in checks(conn, rid).values())
+    st = conn.execute(sql.SQL("SELECT {}, count FROM pganon_release.{}").format(
+        sql.Identifier(cols["sa1"]), sql.Identifier(dataset + "_st"))).fetchall()
+    assert {v for v, _ in st} <= set(values) and sum(c for _, c in st) > 0
+    assert conn.execute("SELECT to_regclass('x')").fetchone()[0] is None
+
+
+def test_search_path_shadowing_does_not_redirect_pganon(conn, name):
+    """A caller's schema with a hostile count() or a fake pganon table cannot change publish."""
+    from helpers import create_table1, declare_table1
+    create_table1(conn, name)
+    declare_table1(conn, name, name)
+    conn.execute("CREATE SCHEMA IF NOT EXISTS shadow")
+    conn.execute("CREATE OR REPLACE FUNCTION shadow.lower(int4range) RETURNS int LANGUAGE sql AS 'SELECT 1/0'")
+    conn.execute("CREATE OR REPLACE FUNCTION shadow.format(text, VARIADIC \"any\") RETURNS text LANGUAGE sql AS $$SELECT 'x'$$")
+    conn.execute("SET search_path = shadow, public")
+    try:
+        rid = publish(conn, name, "mbf_mslf", generalize=True)
+        assert all(p for p, _ in checks(conn, rid).values())
+    finally:
+        conn.execute("RESET search_path")

@@ -1,0 +1,99 @@
+"""Spec 000 §6.3/§6.4 fixtures through the database: the six methods on Table 1, exactly."""
+
+import pytest
+
+from helpers import checks, create_table1, declare_table1, groups_of, publish
+
+
+@pytest.fixture
+def t1(conn, name):
+    create_table1(conn, name)
+    declare_table1(conn, name, name)
+    return name
+
+
+EXPECTED = {  # spec 000 §6.3, tie = 'first'
+    "mbf_mslf": [{3, 8, 1}, {2, 4}, {5, 6}, {7, 9}],
+    "msdcf_mslf": [{3, 8, 1}, {2, 4}, {6, 5}, {7, 9}],
+    "mmdcf_mslf": [{3, 8, 1}, {2, 4}, {6, 5}, {7, 9}],
+    "mbf": [{1, 3, 5}, {2, 4, 6}, {7, 8, 9}],
+    "msdcf": [{1, 3, 5}, {2, 4, 6}, {7, 8, 9}],
+    "mmdcf": [{1, 5, 3}, {7, 4, 8}, {2, 6, 9}],
+}
+
+
+@pytest.mark.parametrize("method", sorted(EXPECTED))
+def test_table1_groups_exactly_as_spec(conn, t1, method):
+    rid = publish(conn, t1, method)
+    assert groups_of(conn, rid) == EXPECTED[method]
+    rel = conn.execute("SELECT groups, suppressed_rows, metrics, params FROM pganon.releases WHERE id = %s", (rid,)).fetchone()
+    assert rel[0] == len(EXPECTED[method]) and rel[1] == 0
+    assert rel[2]["ail"] == 0 and rel[2]["sr"] == 0
+    if not method.endswith("mslf"):
+        assert rel[3]["l"] == 3  # the l of the highest level present (spec A15)
+    assert all(passed for passed, _ in checks(conn, rid).values())
+
+
+def test_table1_mbf_mslf_published_tables_as_spec_6_4(conn, t1):
+    publish(conn, t1, "mbf_mslf")
+    gt = conn.execute(f'SELECT group_id, age, sex, race, zipcode FROM pganon_release."{t1}_gt"').fetchall()
+    st = conn.execute(f'SELECT group_id, physician, disease, count FROM pganon_release."{t1}_st"').fetchall()
+    expected_gt = [(0, 56, "M", "White", 11400), (0, 26, "F", "Black", 15000), (0, 21, "M", "White", 11000),
+                   (1, 60, "F", "Black", 21000), (1, 28, "F", "Black", 65000),
+                   (2, 60, "M", "White", 41000), (2, 55, "F", "Black", 41300),
+                   (3, 43, "M", "White", 39000), (3, 37, "M", "White", 19000)]
+    expected_st = [(0, "Mary", "Cancer", 1), (0, "Sam", "HIV", 1), (0, "John", "Flu", 1),
+                   (1, "John", "Pneumonia", 1), (1, "Bob", "Flu", 1),
+                   (2, "Bob", "Pneumonia", 1), (2, "Anne", "Gastritis", 1),
+                   (3, "John", "Gastritis", 1), (3, "Mary", "Flu", 1)]
+    assert sorted(gt) == sorted(expected_gt)
+    assert sorted(st) == sorted(expected_st)
+    cols = [r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 ORDER BY attnum",
+        (f'pganon_release."{t1}_gt"',))]
+    assert cols == ["group_id", "age", "sex", "race", "zipcode"]   # no ssn, no name, no key
+
+
+def test_random_ties_are_reproducible_and_keep_the_invariants(conn, t1):
+    seen = set()
+    for seed in range(12):
+        a = publish(conn, t1, "mmdcf_mslf", seed=seed)
+        b = publish(conn, t1, "mmdcf_mslf", seed=seed)
+        ga, gb = groups_of(conn, a), groups_of(conn, b)
+        assert ga == gb
+        assert len(ga) == 4          # MMDCF-MSLF always yields 4 groups on Table 1 (spec §6.3)
+        seen.add(tuple(sorted(tuple(sorted(g)) for g in ga)))
+        m = publish(conn, t1, "mbf_mslf", seed=seed)
+        assert conn.execute("SELECT suppressed_rows FROM pganon.release WHERE id = %s", (m,)).fetchone()[0] == 0
+    assert len(seen) <= 6
+
+
+def test_generalized_gt_has_ranges_and_sets_and_verifies(conn, t1):
+    rid = publish(conn, t1, "mbf_mslf", generalize=True)
+    rows = conn.execute(f'SELECT group_id, age::text, sex FROM pganon_release."{t1}_gt" WHERE group_id = 0').fetchall()
+    assert {r[1] for r in rows} == {"[21,57)"}        # ages 21, 26, 56 as one int4range
+    assert {tuple(r[2]) for r in rows} == {("F", "M")}
+    assert all(p for p, _ in checks(conn, rid).values())
+    ncp = conn.execute("SELECT metrics->>'ncp_percent' FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    assert 0 < float(ncp) <= 100
+
+
+def test_qi_order_changes_only_which_rows_not_the_bucket_plan(conn, t1):
+    a = publish(conn, t1, "mmdcf_mslf")
+    b = publish(conn, t1, "mmdcf_mslf", qi_order=True)
+    ma = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (a,)).fetchone()[0]
+    mb = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (b,)).fetchone()[0]
+    assert (ma["groups"], ma["ail"], ma["sr"]) == (mb["groups"], mb["ail"], mb["sr"])
+    assert all(p for p, _ in checks(conn, b).values())
+
+
+def test_stable_views_follow_the_newest_release_and_drop_falls_back(conn, t1):
+    a = publish(conn, t1, "mbf")
+    b = publish(conn, t1, "mbf_mslf")
+    n = lambda: conn.execute(f'SELECT count(DISTINCT group_id) FROM pganon_release."{t1}_st"').fetchone()[0]
+    assert n() == 4
+    conn.execute("SELECT pganon.drop_release(%s)", (b,))
+    assert n() == 3
+    assert conn.execute("SELECT to_regclass(%s)", (f"pganon_data.r{b}_gt",)).fetchone()[0] is None
+    conn.execute("SELECT pganon.drop_release(%s)", (a,))
+    assert conn.execute("SELECT to_regclass(%s)", (f'pganon_release."{t1}_gt"',)).fetchone()[0] is None
