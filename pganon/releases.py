@@ -21,6 +21,7 @@ def publish(conn: psycopg.Connection, dataset: str, method: str, params: dict | 
     handler = (lambda diag: on_notice(diag.message_primary)) if on_notice else None
     if handler:
         conn.add_notice_handler(handler)
+        conn.execute("SET pganon.progress = on")
     try:
         return conn.execute("SELECT pganon.publish(%s, %s, %s::jsonb)",
                             (dataset, method, json.dumps(params or {}))).fetchone()[0]
@@ -29,6 +30,8 @@ def publish(conn: psycopg.Connection, dataset: str, method: str, params: dict | 
     finally:
         if handler:
             conn.remove_notice_handler(handler)
+            if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("RESET pganon.progress")
 
 
 def verify(conn: psycopg.Connection, release: int) -> list[dict]:

@@ -1,13 +1,29 @@
 -- Publishing: the PL/Python entry point and the view swap it ends with.
 
-CREATE OR REPLACE FUNCTION pganon.publish(dataset text, method text, params jsonb DEFAULT '{}')
-RETURNS bigint
+CREATE OR REPLACE FUNCTION pganon._publish(dataset text, method text, params jsonb) RETURNS bigint
 LANGUAGE plpython3u VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
 plpy.execute("SELECT pganon._engine_boot()")
 from pganon_engine import plpy_adapter, release
 return plpy_adapter.call(plpy, release.publish, dataset=dataset, method=method, params=params)
 $$;
+
+-- The public entry point is PL/pgSQL only to give pganon's errors (class PA) clean messages:
+-- PL/Python prefixes every message it raises with "plpy.Error: ".
+CREATE OR REPLACE FUNCTION pganon.publish(dataset text, method text, params jsonb DEFAULT '{}')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  msg text; code text; hint text; detail text;
+BEGIN
+  RETURN pganon._publish(dataset, method, coalesce(params, '{}'));
+EXCEPTION WHEN SQLSTATE 'PA000' THEN
+  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, code = RETURNED_SQLSTATE, hint = PG_EXCEPTION_HINT,
+                          detail = PG_EXCEPTION_DETAIL;
+  RAISE EXCEPTION USING MESSAGE = regexp_replace(msg, '^plpy\.[A-Za-z]+: ', ''), ERRCODE = code,
+                        HINT = coalesce(hint, ''), DETAIL = coalesce(detail, '');
+END $$;
 COMMENT ON FUNCTION pganon.publish(text, text, jsonb) IS
   'Publish a verified release of a dataset in one transaction; returns the release id. '
   'Takes a SHARE lock on the source table while it runs. Methods: mbf, msdcf, mmdcf, mbf_mslf, '

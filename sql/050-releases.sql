@@ -23,7 +23,7 @@ BEGIN
     RAISE EXCEPTION 'release % does not exist or was dropped', release USING ERRCODE = 'PA001',
       HINT = 'list releases with SELECT * FROM pganon.releases';
   END IF;
-  UPDATE pganon.release SET status = 'dropped' WHERE id = release;
+  UPDATE pganon.release x SET status = 'dropped' WHERE x.id = drop_release.release;
   SELECT max(id) INTO newest FROM pganon.release WHERE dataset_id = r.dataset_id AND status = 'published';
   IF newest IS NULL THEN
     EXECUTE format('DROP VIEW IF EXISTS pganon_release.%I, pganon_release.%I', r.name || '_gt', r.name || '_st');

@@ -93,7 +93,9 @@ def snapshot(db, ds, p):
     """Copy the declared columns in one statement (the caller holds a SHARE lock on the source)."""
     I = db.ident
     cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
-    db.run(f"DROP TABLE IF EXISTS {SNAP}, {BUCKET}, {ROW}")
+    for t in db.rows("SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema() "
+                     "AND relname IN ('_pganon_snap', '_pganon_bucket', '_pganon_row', '_pganon_ggen')"):
+        db.run(f"DROP TABLE pg_temp.{t['relname']}")   # left by an earlier publish in this transaction
     limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
     db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
            f"FROM {ds.source}{limit}")

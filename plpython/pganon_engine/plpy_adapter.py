@@ -65,9 +65,12 @@ class Phases:
     def __init__(self, db=None):
         self.seconds = {}
         self._db = db
+        # Progress lines only when the session asks for them (the CLI sets pganon.progress = on).
+        self._loud = db is not None and (db.one(
+            "SELECT current_setting('pganon.progress', true) AS v") or {}).get("v") == "on"
 
     def run(self, name, fn, *args, **kwargs):
-        if self._db is not None:
+        if self._loud:
             self._db.notice(f"pganon: {name} ...")
         t0 = time.perf_counter()
         out = fn(*args, **kwargs)

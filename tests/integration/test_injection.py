@@ -44,7 +44,8 @@ def test_search_path_shadowing_does_not_redirect_pganon(conn, name):
     declare_table1(conn, name, name)
     conn.execute("CREATE SCHEMA IF NOT EXISTS shadow")
     conn.execute("CREATE OR REPLACE FUNCTION shadow.lower(int4range) RETURNS int LANGUAGE sql AS 'SELECT 1/0'")
-    conn.execute("CREATE OR REPLACE FUNCTION shadow.format(text, VARIADIC \"any\") RETURNS text LANGUAGE sql AS $$SELECT 'x'$$")
+    conn.execute("CREATE OR REPLACE FUNCTION shadow.format(text, text) RETURNS text LANGUAGE sql AS $$SELECT 'x'$$")
+    conn.execute("CREATE OR REPLACE FUNCTION shadow.quote_ident(text) RETURNS text LANGUAGE sql AS $$SELECT 'pg_class'$$")
     conn.execute("SET search_path = shadow, public")
     try:
         rid = publish(conn, name, "mbf_mslf", generalize=True)

@@ -1,0 +1,50 @@
+"""The CLI's wiring: exit codes, one-line errors without tracebacks, a summary table."""
+
+import subprocess
+import sys
+
+import pytest
+
+from pganon.install import ROOT
+
+
+def run(*args, dsn=None):
+    cmd = [sys.executable, "-m", "pganon.cli", *args] + (["--dsn", dsn] if dsn else [])
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_publish_prints_summary_and_progress_then_verify_passes(db_dsn):
+    r = run("dataset", "load", "table1", "--replace", dsn=db_dsn)
+    assert r.returncode == 0, r.stderr
+    r = run("publish", "table1", "mbf_mslf", "--show", "3", dsn=db_dsn)
+    assert r.returncode == 0, r.stderr
+    header = r.stdout.splitlines()[0]
+    for col in ("groups", "suppressed", "AIL", "SR", "NCP%", "seconds"):
+        assert col in header
+    assert "pganon_release.table1_gt" in r.stdout and "pganon_release.table1_st" in r.stdout
+    assert "pganon: plan ..." in r.stderr          # progress lines
+    v = run("verify", "table1", dsn=db_dsn)
+    assert v.returncode == 0 and "lsl_diversity" in v.stdout and "False" not in v.stdout
+    lst = run("releases", "table1", dsn=db_dsn)
+    assert lst.returncode == 0 and "(current)" in lst.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (("publish", "nobody", "mbf"), 'dataset "nobody" is not registered'),
+    (("set-l", "table1", "1", "9"), "l must not decrease"),
+    (("publish", "table1", "mbf", "-p", "k=3"), "unknown parameter"),
+    (("verify", "999999"), "release 999999 does not exist"),
+])
+def test_user_errors_exit_2_with_one_line_and_no_traceback(db_dsn, args, message):
+    run("dataset", "load", "table1", "--replace", dsn=db_dsn)
+    r = run(*args, dsn=db_dsn)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_no_server_and_no_dsn_says_what_to_do(tmp_path, monkeypatch):
+    env = {"PATH": "/usr/bin:/bin", "PGANON_HOME": str(tmp_path / "none"), "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "pganon.cli", "status"], capture_output=True, text=True,
+                       cwd=ROOT, env=env, timeout=60)
+    assert r.returncode == 2 and "pganon server start" in r.stderr and "Traceback" not in r.stderr
