@@ -82,6 +82,7 @@ def upgrade() -> None:
         singleton     boolean PRIMARY KEY DEFAULT true CHECK (singleton),
         version       text NOT NULL,
         engine_hash   text NOT NULL,
+        created_plpython boolean NOT NULL DEFAULT false,
         installed_at  timestamptz NOT NULL DEFAULT now()
     );
     """)
