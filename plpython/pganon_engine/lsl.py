@@ -94,7 +94,8 @@ def snapshot(db, ds, p):
     I = db.ident
     cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
     for t in db.rows("SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema() "
-                     "AND relname IN ('_pganon_snap', '_pganon_bucket', '_pganon_row', '_pganon_ggen')"):
+                     "AND relname IN ('_pganon_snap', '_pganon_bucket', '_pganon_row', '_pganon_ggen', '_pganon_slot', "
+                     "'_pganon_slot2', '_pganon_t')"):
         db.run(f"DROP TABLE pg_temp.{t['relname']}")   # left by an earlier publish in this transaction
     limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
     db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
@@ -169,27 +170,65 @@ def plan(db, ds, p, sizes, values, levels):
         raise invalid(str(exc))
 
 
-def assign(db, ds, p, the_plan, rel):
-    """Match each row's rank inside its bucket to the plan's runs; one INSERT ... SELECT."""
+QI_ORDER_PASSES = 3
+
+
+def qi_sort_order(db, p):
+    """QIs in the order rows are sorted by for qi_order: categorical QIs with the fewest distinct
+    values first (a group that shares them loses nothing on them), then numeric and date QIs."""
     I = db.ident
-    order_cols = ([q["column"] for q in p["qis"]] if p["qi_order"] else []) + [ds.key]
+    cat = [q for q in p["qis"] if q["kind"] == "categorical"]
+    if cat:
+        r = db.one("SELECT " + ", ".join(f"count(DISTINCT {I(q['column'])}) AS n{i}" for i, q in enumerate(cat))
+                   + f" FROM {SNAP}")
+        cat = [q for _, q in sorted(((r[f"n{i}"], i), q) for i, q in enumerate(cat))]
+    return cat + [q for q in p["qis"] if q["kind"] != "categorical"]
+
+
+def assign(db, ds, p, the_plan, rel):
+    """Turn the plan's runs into (key, group_id) rows, set-based.
+
+    Default (spec A7): a bucket's records go out in key order (FIFO), so the k-th record of a
+    bucket fills the k-th slot the plan took from it. With qi_order (an extension, not in the
+    paper) records are ranked by their QIs inside each bucket and matched to the bucket's slots
+    ordered by a per-group position t: first t = group id, then t = the mean QI quantile of the
+    group's records, re-matched QI_ORDER_PASSES times, so records of similar QI quantile in every
+    bucket meet in the same group. The plan (which buckets feed which group) never changes.
+    """
+    I = db.ident
+    order_cols = ([q["column"] for q in qi_sort_order(db, p)] if p["qi_order"] else []) + [ds.key]
     order = ", ".join("s." + I(c) for c in order_cols)
     on = " AND ".join(f"s.{I(sa)} = b.{I(sa)}" for sa in p["sas"])
     db.run(f"CREATE TEMP TABLE _pganon_row ON COMMIT DROP AS SELECT s.{I(ds.key)} AS k, b._pganon_bucket AS bucket, "
-           f"(row_number() OVER (PARTITION BY b._pganon_bucket ORDER BY {order}) - 1)::int AS rank "
-           f"FROM {SNAP} s JOIN {BUCKET} b ON {on}")
+           f"(row_number() OVER (PARTITION BY b._pganon_bucket ORDER BY {order}) - 1)::int AS rank, "
+           f"b._pganon_size AS nb FROM {SNAP} s JOIN {BUCKET} b ON {on}")
     rb, rs, rg, rc = [], [], [], []
     taken = {}
     for bucket, group, count in the_plan.runs:
         start = taken.get(bucket, 0)
         rb.append(bucket); rs.append(start); rg.append(group); rc.append(count)
         taken[bucket] = start + count
-    db.run(f"CREATE TABLE {rel['map']} AS "
-           f"SELECT r.k AS {I(ds.key)}, (u.g + i)::int AS group_id "
-           f"FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[]) AS u(b, s, g, c) "
-           f"CROSS JOIN LATERAL generate_series(0, u.c - 1) AS i "
-           f"JOIN {ROW} r ON r.bucket = u.b AND r.rank = u.s + i",
+    db.run("CREATE TEMP TABLE _pganon_slot ON COMMIT DROP AS "
+           "SELECT u.b AS bucket, (u.g + i)::int AS group_id, (u.s + i)::int AS rank "
+           "FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[]) AS u(b, s, g, c) "
+           "CROSS JOIN LATERAL generate_series(0, u.c - 1) AS i",
            [rb, rs, rg, rc], ["int4[]", "int4[]", "int4[]", "int4[]"])
+    slots = "pg_temp._pganon_slot"
+    if p["qi_order"]:
+        db.run("CREATE TEMP TABLE _pganon_t ON COMMIT DROP AS "
+               "SELECT DISTINCT group_id, group_id::float8 AS t FROM pg_temp._pganon_slot")
+        for i in range(QI_ORDER_PASSES):
+            db.run("DROP TABLE IF EXISTS pg_temp._pganon_slot2")
+            db.run("CREATE TEMP TABLE _pganon_slot2 ON COMMIT DROP AS SELECT s.bucket, s.group_id, "
+                   "(row_number() OVER (PARTITION BY s.bucket ORDER BY t.t, s.group_id) - 1)::int AS rank "
+                   "FROM pg_temp._pganon_slot s JOIN pg_temp._pganon_t t USING (group_id)")
+            slots = "pg_temp._pganon_slot2"
+            if i + 1 < QI_ORDER_PASSES:
+                db.run("TRUNCATE pg_temp._pganon_t")
+                db.run(f"INSERT INTO pg_temp._pganon_t SELECT s.group_id, avg((r.rank + 0.5) / r.nb) "
+                       f"FROM {slots} s JOIN {ROW} r USING (bucket, rank) GROUP BY s.group_id")
+    db.run(f"CREATE TABLE {rel['map']} AS SELECT r.k AS {I(ds.key)}, s.group_id "
+           f"FROM {slots} s JOIN {ROW} r USING (bucket, rank)")
     db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({I(ds.key)})")
 
 
