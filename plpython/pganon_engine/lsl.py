@@ -21,6 +21,7 @@ METHODS = {
 PARAMS = {"d", "sensitive", "l", "tie", "seed", "qi_order", "generalize", "limit"}
 NUMERIC_RANGES = {"smallint": "int4range", "integer": "int4range", "bigint": "int8range", "date": "daterange"}
 
+TEMP_BUFFERS = "256MB"
 SNAP, BUCKET, ROW = "pg_temp._pganon_snap", "pg_temp._pganon_bucket", "pg_temp._pganon_row"
 
 
@@ -97,6 +98,9 @@ def snapshot(db, ds, p):
                      "AND relname IN ('_pganon_snap', '_pganon_bucket', '_pganon_row', '_pganon_ggen', '_pganon_slot', "
                      "'_pganon_slot2', '_pganon_t')"):
         db.run(f"DROP TABLE pg_temp.{t['relname']}")   # left by an earlier publish in this transaction
+    # Work tables are temp tables: give them room in local buffers when the session still allows it
+    # (only before its first temp table); the setting ends with the transaction.
+    db.try_run(f"SET LOCAL temp_buffers = '{TEMP_BUFFERS}'")
     limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
     db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
            f"FROM {ds.source}{limit}")
@@ -120,9 +124,12 @@ def build_buckets(db, ds, p):
     """One row per distinct SA vector; returns the planner's input arrays."""
     I, sas = db.ident, p["sas"]
     sa_list = ", ".join(map(I, sas))
+    order_cols = ([q["column"] for q in qi_sort_order(db, p)] if p["qi_order"] else []) + [ds.key]
     db.run(f"CREATE TEMP TABLE _pganon_bucket ON COMMIT DROP AS "
            f"SELECT (row_number() OVER (ORDER BY min({I(ds.key)})) - 1)::int AS _pganon_bucket, "
-           f"{sa_list}, count(*)::int AS _pganon_size FROM {SNAP} GROUP BY {sa_list}")
+           f"{sa_list}, count(*)::int AS _pganon_size, "
+           f"array_agg({I(ds.key)} ORDER BY {', '.join(map(I, order_cols))}) AS _pganon_keys "
+           f"FROM {SNAP} GROUP BY {sa_list}")
     sel, joins = [], []
     for j, sa in enumerate(sas):
         sel.append(f"(dense_rank() OVER (ORDER BY b.{I(sa)}) - 1)::int AS c{j}, lv{j}.level AS v{j}")
@@ -196,12 +203,9 @@ def assign(db, ds, p, the_plan, rel):
     bucket meet in the same group. The plan (which buckets feed which group) never changes.
     """
     I = db.ident
-    order_cols = ([q["column"] for q in qi_sort_order(db, p)] if p["qi_order"] else []) + [ds.key]
-    order = ", ".join("s." + I(c) for c in order_cols)
-    on = " AND ".join(f"s.{I(sa)} = b.{I(sa)}" for sa in p["sas"])
-    db.run(f"CREATE TEMP TABLE _pganon_row ON COMMIT DROP AS SELECT s.{I(ds.key)} AS k, b._pganon_bucket AS bucket, "
-           f"(row_number() OVER (PARTITION BY b._pganon_bucket ORDER BY {order}) - 1)::int AS rank, "
-           f"b._pganon_size AS nb FROM {SNAP} s JOIN {BUCKET} b ON {on}")
+    db.run(f"CREATE TEMP TABLE _pganon_row ON COMMIT DROP AS SELECT u.k, b._pganon_bucket AS bucket, "
+           f"(u.o - 1)::int AS rank, b._pganon_size AS nb "
+           f"FROM {BUCKET} b, unnest(b._pganon_keys) WITH ORDINALITY AS u(k, o)")
     rb, rs, rg, rc = [], [], [], []
     taken = {}
     for bucket, group, count in the_plan.runs:
@@ -227,39 +231,49 @@ def assign(db, ds, p, the_plan, rel):
                 db.run("TRUNCATE pg_temp._pganon_t")
                 db.run(f"INSERT INTO pg_temp._pganon_t SELECT s.group_id, avg((r.rank + 0.5) / r.nb) "
                        f"FROM {slots} s JOIN {ROW} r USING (bucket, rank) GROUP BY s.group_id")
-    db.run(f"CREATE TABLE {rel['map']} AS SELECT r.k AS {I(ds.key)}, s.group_id "
+    db.run(f"CREATE TABLE {rel['map']} AS SELECT r.k AS {I(ds.key)}, s.group_id, s.bucket "
            f"FROM {slots} s JOIN {ROW} r USING (bucket, rank)")
     db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({I(ds.key)})")
 
 
+GROUPS = "pg_temp._pganon_ggen"
+
+
 def materialize(db, ds, p, rel):
+    """GT, ST and the level table. A per-group QI summary (min/max, distinct counts, value sets)
+    is computed once; it feeds the generalized GT and the NCP metric."""
     I = db.ident
     qis, sas = p["qis"], p["sas"]
+    aggs = []
+    for i, q in enumerate(qis):
+        c = I(q["column"])
+        if q["kind"] in ("numeric", "date"):
+            aggs += [f"min(s.{c}) AS q{i}_min", f"max(s.{c}) AS q{i}_max"]
+        else:
+            aggs.append(f"count(DISTINCT s.{c}) AS q{i}_n")
+            if p["generalize"]:
+                aggs.append(f"array_agg(DISTINCT s.{c}::text ORDER BY s.{c}::text) AS q{i}_set")
+    db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS SELECT m.group_id, count(*) AS n, {', '.join(aggs)} "
+           f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) GROUP BY m.group_id")
     if p["generalize"]:
-        aggs, outs = [], []
-        for q in qis:
-            c = I(q["column"])
-            rng = NUMERIC_RANGES.get(q["type"], "numrange")
+        outs = []
+        for i, q in enumerate(qis):
             if q["kind"] in ("numeric", "date"):
+                rng = NUMERIC_RANGES.get(q["type"], "numrange")
                 cast = "::numeric" if rng == "numrange" else ""
-                aggs.append(f"{rng}(min(s.{c}){cast}, max(s.{c}){cast}, '[]') AS {c}")
+                outs.append(f"{rng}(g.q{i}_min{cast}, g.q{i}_max{cast}, '[]') AS {I(q['column'])}")
             else:
-                aggs.append(f"array_agg(DISTINCT s.{c}::text ORDER BY s.{c}::text) AS {c}")
-            outs.append(f"g.{c}")
-        db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS SELECT m.group_id, {', '.join(aggs)} "
-               f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) GROUP BY m.group_id")
+                outs.append(f"g.q{i}_set AS {I(q['column'])}")
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join(outs)} "
-               f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) JOIN pg_temp._pganon_ggen g USING (group_id) "
-               f"ORDER BY m.group_id")
-        db.run("DROP TABLE pg_temp._pganon_ggen")
+               f"FROM {rel['map']} m JOIN {GROUPS} g USING (group_id) ORDER BY m.group_id")
     else:
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join('s.' + I(q['column']) for q in qis)} "
                f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
                f"ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}")
-    sa_sel = ", ".join("s." + I(c) for c in sas)
-    db.run(f"CREATE TABLE {rel['st']} AS SELECT m.group_id, {sa_sel}, count(*)::int AS count "
-           f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
-           f"GROUP BY m.group_id, {sa_sel} ORDER BY m.group_id, count(*) DESC, {sa_sel}")
+    sa_sel = ", ".join("b." + I(c) for c in sas)
+    db.run(f"CREATE TABLE {rel['st']} AS SELECT x.group_id, {sa_sel}, x.count "
+           f"FROM (SELECT group_id, bucket, count(*)::int AS count FROM {rel['map']} GROUP BY 1, 2) x "
+           f"JOIN {BUCKET} b ON b._pganon_bucket = x.bucket ORDER BY x.group_id, x.count DESC, {sa_sel}")
     # The level table the verifier and the metrics read: what this release promised per value.
     db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.column_name::text AS sa, s.value, s.level, l.l "
            f"FROM pganon.security_level s JOIN pganon.level_l l USING (dataset_id, level) "
@@ -310,28 +324,20 @@ def measure(db, ds, p, rel, lay, source_rows):
 
 
 def ncp_percent(db, ds, p, rel):
-    """NCP% of the per-group generalized QIs: numeric span / domain span, categorical
-    distinct-in-group / domain size (0 when the group has one value); weights 1."""
+    """NCP% of the per-group generalized QIs (spec 004 §4.1): numeric span / domain span,
+    categorical distinct-in-group / domain size (0 when the group has one value); weights 1."""
     I, qis = db.ident, p["qis"]
-    if not qis:
-        return None
     terms, dom = [], []
     for i, q in enumerate(qis):
         c = I(q["column"])
-        if q["kind"] == "numeric":
+        if q["kind"] in ("numeric", "date"):
             dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
-            terms.append(f"CASE WHEN d.d{i} > 0 THEN (max(s.{c}) - min(s.{c}))::float8 / d.d{i} ELSE 0 END")
-        elif q["kind"] == "date":
-            dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
-            terms.append(f"CASE WHEN d.d{i} > 0 THEN (max(s.{c}) - min(s.{c}))::float8 / d.d{i} ELSE 0 END")
+            terms.append(f"CASE WHEN d.d{i} > 0 THEN (g.q{i}_max - g.q{i}_min)::float8 / d.d{i} ELSE 0 END")
         else:
             dom.append(f"count(DISTINCT {c})::float8 AS d{i}")
-            terms.append(f"CASE WHEN count(DISTINCT s.{c}) > 1 THEN count(DISTINCT s.{c}) / d.d{i} ELSE 0 END")
-    r = db.one(f"WITH d AS (SELECT {', '.join(dom)} FROM {SNAP}), "
-               f"g AS (SELECT count(*) AS n, ({' + '.join(terms)}) AS ncp FROM {rel['map']} m "
-               f"JOIN {SNAP} s USING ({I(ds.key)}) CROSS JOIN d GROUP BY m.group_id, "
-               f"{', '.join('d.d' + str(i) for i in range(len(qis)))}) "
-               f"SELECT sum(n * ncp) AS total, sum(n) AS n FROM g")
+            terms.append(f"CASE WHEN g.q{i}_n > 1 THEN g.q{i}_n / d.d{i} ELSE 0 END")
+    r = db.one(f"WITH d AS (SELECT {', '.join(dom)} FROM {SNAP}) "
+               f"SELECT sum(g.n * ({' + '.join(terms)})) AS total, sum(g.n) AS n FROM {GROUPS} g CROSS JOIN d")
     if not r["n"]:
         return 0.0
     return 100.0 * float(r["total"]) / (float(r["n"]) * len(qis))

@@ -31,6 +31,15 @@ class Db:
     def run(self, query, args=(), types=()):
         self.rows(query, args, types)
 
+    def try_run(self, query):
+        """Run a statement in a subtransaction; False (and nothing changed) if the server refused it."""
+        try:
+            with self._plpy.subtransaction():
+                self._plpy.execute(query)
+            return True
+        except self._plpy.SPIError:
+            return False
+
     def ident(self, name):
         return self._plpy.quote_ident(name)
 

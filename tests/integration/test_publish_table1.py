@@ -97,3 +97,21 @@ def test_stable_views_follow_the_newest_release_and_drop_falls_back(conn, t1):
     assert conn.execute("SELECT to_regclass(%s)", (f"pganon_data.r{b}_gt",)).fetchone()[0] is None
     conn.execute("SELECT pganon.drop_release(%s)", (a,))
     assert conn.execute("SELECT to_regclass(%s)", (f'pganon_release."{t1}_gt"',)).fetchone()[0] is None
+
+
+TAMPER = [  # (statement on release rid, the check that must fail)
+    ("UPDATE pganon_data.r{rid}_gt SET age = age + 1 WHERE group_id = 1", "gt_matches_source"),
+    ("UPDATE pganon_data.r{rid}_st SET disease = 'Flu' WHERE disease = 'HIV'", "st_matches_source"),
+    ("UPDATE pganon_data.r{rid}_st SET physician = 'John' WHERE physician = 'Mary' AND group_id = 0", "lsl_diversity"),
+    ("DELETE FROM pganon_data.r{rid}_map WHERE rid = 1", "partition"),
+    ("UPDATE pganon_data.r{rid}_st SET count = 2 WHERE group_id = 3 AND disease = 'Flu'", "gt_st_agree"),
+    ("ALTER TABLE pganon_data.r{rid}_gt ADD COLUMN name text", "no_identifiers"),
+]
+
+
+@pytest.mark.parametrize("statement,check", TAMPER, ids=[t[1] for t in TAMPER])
+def test_verify_catches_a_tampered_release(conn, t1, statement, check):
+    rid = publish(conn, t1, "mbf_mslf")
+    conn.execute(statement.format(rid=rid))
+    result = checks(conn, rid)
+    assert result[check][0] is False, result
