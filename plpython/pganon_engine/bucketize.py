@@ -1,0 +1,1059 @@
+"""Bucketization planner for the six algorithms of Xiao & Li (2020): MBF, MSDCF, MMDCF and
+their MSLF variants (spec 000-lsl-diversity.md, sections 1, 3, 6 and 8.A).
+
+The planner works on bucket COUNTS only: bucket b is a composite SA vector with ``sizes[b]``
+records, identified by its index (first-appearance order).  It returns a `Plan` in run-length
+form that the SQL pipeline turns into a group id per row; records of a bucket are consumed in
+FIFO rank order (spec A7), so the plan never names a row.
+
+Algorithm: spec section 3.2 (unified pseudo-code), with these decisions:
+
+- A1  a bucket's level is the max level of its d values (`blev`).
+- A2  l_G = l of the max level over all non-empty buckets, taken at the start of each group.
+- A3  shielding checks the final group size: bucket k is shielded iff for some dimension j
+      ``cnt[j][k_j] + 1 > floor(l_G / l(k_j))``.  Level values with l = 1 never shield.
+- A4  an incomplete group is rolled back (records back at the head of their buckets, sizes and
+      capacities restored) and ends the grouping phase; no retry with a smaller l_G.
+- A5  capacities count every remaining record (shielded buckets too), decrement on extraction.
+- A6  ties on (level, score): ``tie='first'`` takes the smallest bucket index; ``tie='random'``
+      draws uniformly with ``random.Random(seed)`` (one ``randrange(len(tied))`` per pick that
+      has more than one tied bucket, tied buckets listed in index order).
+- A7  records leave a bucket in FIFO order (rank 0, 1, 2, ...).
+- A8  residual records are processed in bucket order, FIFO within a bucket.
+- A9  first fit in group-creation order, test ``(cnt_G[j][r_j] + 1) * l(r_j) <= |G| + 1``.
+- A10 one pass: a record that fits nowhere is suppressed (so are the rest of its bucket,
+      which are identical: suppressed records are always a bucket's last ones).
+- A11 AIL (Def 14) uses l of the max level in each group's FINAL contents (`metrics_from_plan`).
+- A12 AIL = 0 when there are no groups.  A13: a level without an l is rejected.
+- A15 baselines (``mslf=False``) give every value one uniform level whose l is ``baseline_l``
+      (default: l of the highest level present among non-empty buckets).  A16: l must be
+      non-decreasing in the level and >= 1.  A17: groups are numbered 0, 1, ... in creation
+      order; residual additions keep the group id.
+
+Two implementations of the grouping phase produce identical plans:
+
+- `plan_reference`: literal step-by-step transcription of section 3.2 (O(n * B) time); the
+  yardstick for the tests.
+- `plan`: the same greedy, made fast for n around 10^6.  Batching identical rounds does not
+  pay on Adult-like data (consecutive groups almost never repeat), so every pick is simulated,
+  but the argmax is found in a trie of lazy max-heaps instead of a scan over all buckets (see
+  `_TrieEngine`).  With ``tie='random'`` the trie also lists the tied buckets, in index order,
+  so the random stream is consumed exactly as in the reference.  The residual phase works on
+  numpy count arrays per group (`_residual_fast`).
+
+All arithmetic is on Python ints (or int64 numpy arrays whose values stay far below 2**62).
+"""
+
+from __future__ import annotations
+
+import heapq
+import operator
+import random
+from array import array
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = [
+    "Plan",
+    "plan",
+    "plan_reference",
+    "expand",
+    "groups_of",
+    "capacities",
+    "selectivity",
+    "metrics_from_plan",
+    "VARIANTS",
+]
+
+VARIANTS = ("mbf", "msdcf", "mmdcf")
+
+
+# --------------------------------------------------------------------------------------------
+# Plan
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """A grouping plan in run-length form.
+
+    Runs are stored as three parallel ``array('q')`` columns (24 bytes a run instead of a
+    Python tuple per run); `runs` materialises them as ``(bucket, group_start, count)`` tuples.
+    A run gives the next ``count`` records (FIFO) of ``bucket`` to groups ``group_start``,
+    ``group_start + 1``, ... (one record each).  Runs of one bucket apply in list order.
+    """
+
+    n_groups: int
+    group_l: list
+    run_bucket: array
+    run_group: array
+    run_count: array
+    suppressed: list
+    main_picks: int
+    residual_placed: int
+    n_suppressed: int
+    # Only with keep_order=True: bucket ids in main-phase pick order (groups are consecutive
+    # blocks of group_l[g] picks) and the residual placements as (group, bucket) in order.
+    main_order: object = None
+    residual_order: object = None
+
+    @property
+    def runs(self):
+        return list(zip(self.run_bucket, self.run_group, self.run_count))
+
+    def run_lists(self):
+        """The run columns as three plain lists (convenient for plpy array parameters)."""
+        return self.run_bucket.tolist(), self.run_group.tolist(), self.run_count.tolist()
+
+
+class _RunBuilder:
+    """Collects picks (bucket -> group) and coalesces a bucket's picks into consecutive groups."""
+
+    __slots__ = ("rb", "rg", "rc", "last")
+
+    def __init__(self, B):
+        self.rb = array("q")
+        self.rg = array("q")
+        self.rc = array("q")
+        self.last = [-1] * B  # index of each bucket's last run
+
+    def add(self, b, g, count=1):
+        """Give `count` records of bucket b to group g (count > 1 only for g, g+1, ...)."""
+        i = self.last[b]
+        if i >= 0 and self.rg[i] + self.rc[i] == g:
+            self.rc[i] += count
+            return
+        self.last[b] = len(self.rb)
+        self.rb.append(b)
+        self.rg.append(g)
+        self.rc.append(count)
+
+
+# --------------------------------------------------------------------------------------------
+# Input validation
+# --------------------------------------------------------------------------------------------
+
+
+def _as_int(x, what):
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise ValueError(f"{what} must be an integer, got {x!r}") from None
+
+
+class _Input:
+    """Validated input.  lval[b][j] is the l that applies to bucket b's value in dimension j
+    (the uniform baseline l when mslf is False); blev[b] is the bucket level used by MSLF
+    (all 0 for the baselines, so only the score ranks buckets)."""
+
+    __slots__ = (
+        "B", "d", "sizes", "codes", "levels", "lval", "blev", "L", "variant", "mslf",
+        "baseline_l", "tie", "seed", "nv", "lvc",
+    )
+
+
+def _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed):
+    inp = _Input()
+    if isinstance(variant, str):
+        variant = variant.lower()
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    if tie not in ("first", "random"):
+        raise ValueError(f"unknown tie rule {tie!r}; expected 'first' or 'random'")
+    if tie == "random":
+        if seed is None:
+            raise ValueError("tie='random' needs an integer seed (reproducibility, spec A6)")
+        seed = _as_int(seed, "seed")
+    sizes = [_as_int(s, "sizes[]") for s in sizes]
+    values = [_as_int(v, "values[]") for v in values]
+    levels = [_as_int(v, "levels[]") for v in levels]
+    B = len(sizes)
+    if any(s < 0 for s in sizes):
+        raise ValueError("sizes must be >= 0")
+    if B == 0:
+        if values or levels:
+            raise ValueError("values/levels must be empty when there are no buckets")
+        d = 0
+    else:
+        if len(values) == 0 or len(values) % B:
+            raise ValueError(
+                f"length mismatch: len(values)={len(values)} is not a positive multiple of "
+                f"the number of buckets {B}"
+            )
+        d = len(values) // B
+        if len(levels) != len(values):
+            raise ValueError(
+                f"length mismatch: len(levels)={len(levels)} != len(values)={len(values)}"
+            )
+    if any(v < 0 for v in values):
+        raise ValueError("value codes must be >= 0")
+    if any(v < 0 for v in levels):
+        raise ValueError("levels must be >= 0")
+
+    # l per level: dict or sequence indexed by level.
+    if isinstance(l_of_level, dict):
+        items = [(_as_int(k, "level"), _as_int(v, "l")) for k, v in l_of_level.items()]
+    else:
+        items = [(i, _as_int(v, "l")) for i, v in enumerate(l_of_level)]
+    L = {}
+    for k, v in sorted(items):
+        if k < 0:
+            raise ValueError(f"level {k} in l_of_level must be >= 0")
+        if v < 1:
+            raise ValueError(f"l for level {k} is {v}; l must be >= 1")
+        L[k] = v
+    prev = None
+    for k in sorted(L):
+        if prev is not None and L[k] < L[prev]:
+            raise ValueError(
+                f"l must be non-decreasing in the level: l[{prev}]={L[prev]} > l[{k}]={L[k]}"
+            )
+        prev = k
+    missing = sorted(set(levels) - set(L))
+    if missing:
+        raise ValueError(f"level(s) without an l in l_of_level: {missing}")
+
+    # Same code in a dimension must mean the same value, hence the same level.  Internally
+    # codes are renumbered densely per dimension (only equality of codes matters).
+    levmap = [dict() for _ in range(d)]
+    dense = [dict() for _ in range(d)]
+    dvalues = [0] * len(values)
+    for b in range(B):
+        base = b * d
+        for j in range(d):
+            c = values[base + j]
+            lv = levels[base + j]
+            old = levmap[j].setdefault(c, lv)
+            if old != lv:
+                raise ValueError(
+                    f"inconsistent levels: code {c} of dimension {j} has levels {old} and {lv}"
+                )
+            dvalues[base + j] = dense[j].setdefault(c, len(dense[j]))
+    nv = [len(dense[j]) for j in range(d)]
+    levmap = [{dense[j][c]: lv for c, lv in levmap[j].items()} for j in range(d)]
+    values = dvalues
+
+    if baseline_l is not None:
+        baseline_l = _as_int(baseline_l, "baseline_l")
+        if baseline_l < 1:
+            raise ValueError(f"baseline_l is {baseline_l}; l must be >= 1")
+    codes = [tuple(values[b * d:(b + 1) * d]) for b in range(B)]
+    blevs = [max(levels[b * d:(b + 1) * d]) for b in range(B)] if d else [0] * B
+    if not mslf:
+        if baseline_l is None:
+            present = [blevs[b] for b in range(B) if sizes[b] > 0]
+            baseline_l = L[max(present)] if present else 1
+        lvc = [[baseline_l] * nv[j] for j in range(d)]
+        blev = [0] * B
+    else:
+        lvc = [[1] * nv[j] for j in range(d)]
+        for j in range(d):
+            for c, lv in levmap[j].items():
+                lvc[j][c] = L[lv]
+        blev = blevs
+    inp.B, inp.d, inp.sizes, inp.codes, inp.levels = B, d, sizes, codes, levels
+    inp.lvc, inp.blev, inp.L, inp.variant, inp.mslf = lvc, blev, L, variant, bool(mslf)
+    inp.baseline_l, inp.tie, inp.seed, inp.nv = baseline_l, tie, seed, nv
+    inp.lval = [tuple(lvc[j][codes[b][j]] for j in range(d)) for b in range(B)]
+    return inp
+
+
+def _group_l(inp, top_level):
+    return inp.L[top_level] if inp.mslf else inp.baseline_l
+
+
+# --------------------------------------------------------------------------------------------
+# Capacities and selectivity (Def 13, Eq. 1 and 2)
+# --------------------------------------------------------------------------------------------
+
+
+def _caps(sizes, codes, d, nv):
+    cap = [[0] * nv[j] for j in range(d)]
+    for b, s in enumerate(sizes):
+        if s:
+            c = codes[b]
+            for j in range(d):
+                cap[j][c[j]] += s
+    return cap
+
+
+def capacities(sizes, values):
+    """Dimension capacities (Def 13): list over dimensions of {code: remaining records}."""
+    B = len(sizes)
+    if B == 0:
+        return []
+    d = len(values) // B
+    out = [dict() for _ in range(d)]
+    for b in range(B):
+        for j in range(d):
+            c = values[b * d + j]
+            out[j][c] = out[j].get(c, 0) + sizes[b]
+    return out
+
+
+def selectivity(variant, sizes, values):
+    """Per-bucket score before any extraction: size (MBF), max_j Capa + size (MSDCF, Eq. 1),
+    sum_j Capa + size (MMDCF, Eq. 2)."""
+    variant = variant.lower()
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    caps = capacities(sizes, values)
+    B = len(sizes)
+    d = len(caps)
+    out = []
+    for b in range(B):
+        cs = [caps[j][values[b * d + j]] for j in range(d)]
+        if variant == "mbf":
+            out.append(sizes[b])
+        elif variant == "msdcf":
+            out.append(max(cs) + sizes[b])
+        else:
+            out.append(sum(cs) + sizes[b])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Reference implementation (spec section 3.2, step by step)
+# --------------------------------------------------------------------------------------------
+
+
+def plan_reference(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None,
+                   tie="first", seed=None, *, keep_order=False):
+    """Literal transcription of spec section 3.2: scan every bucket at every pick.
+
+    Slow (O(n * B * d)); it is the yardstick `plan` is tested against."""
+    inp = _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed)
+    B, d, codes, lval, blev = inp.B, inp.d, inp.codes, inp.lval, inp.blev
+    size = list(inp.sizes)
+    cap = _caps(size, codes, d, inp.nv)
+    rng = random.Random(inp.seed) if tie == "random" else None
+
+    def score(k):
+        if inp.variant == "mbf":
+            return size[k]
+        cs = [cap[j][codes[k][j]] for j in range(d)]
+        return (max(cs) if inp.variant == "msdcf" else sum(cs)) + size[k]
+
+    groups, group_l = [], []
+    while sum(size) > 0:
+        lG = _group_l(inp, max(blev[k] for k in range(B) if size[k] > 0))
+        cnt = [dict() for _ in range(d)]
+        G = []
+        for _ in range(lG):
+            cand = [
+                k for k in range(B)
+                if size[k] > 0 and not any(
+                    cnt[j].get(codes[k][j], 0) + 1 > lG // lval[k][j] for j in range(d))
+            ]
+            if not cand:
+                break
+            keys = {k: (blev[k], score(k)) for k in cand}
+            best = max(keys.values())
+            tied = [k for k in cand if keys[k] == best]
+            k = tied[rng.randrange(len(tied))] if (rng and len(tied) > 1) else tied[0]
+            G.append(k)
+            size[k] -= 1
+            for j in range(d):
+                v = codes[k][j]
+                cap[j][v] -= 1
+                cnt[j][v] = cnt[j].get(v, 0) + 1
+        if len(G) < lG:  # A4: roll back, end the grouping phase
+            for k in G:
+                size[k] += 1
+                for j in range(d):
+                    cap[j][codes[k][j]] += 1
+            break
+        groups.append(G)
+        group_l.append(lG)
+
+    # Residual phase (A8-A10): record by record, first fit.
+    gcnt = []
+    for G in groups:
+        c = [dict() for _ in range(d)]
+        for k in G:
+            for j in range(d):
+                c[j][codes[k][j]] = c[j].get(codes[k][j], 0) + 1
+        gcnt.append(c)
+    gsize = [len(G) for G in groups]
+    residual = []  # (group, bucket) in placement order
+    suppressed = [0] * B
+    for k in range(B):
+        while size[k] > 0:
+            for g in range(len(groups)):
+                if all((gcnt[g][j].get(codes[k][j], 0) + 1) * lval[k][j] <= gsize[g] + 1
+                       for j in range(d)):
+                    for j in range(d):
+                        gcnt[g][j][codes[k][j]] = gcnt[g][j].get(codes[k][j], 0) + 1
+                    gsize[g] += 1
+                    size[k] -= 1
+                    residual.append((g, k))
+                    break
+            else:
+                suppressed[k] = size[k]
+                size[k] = 0
+    rb = _RunBuilder(B)
+    order = array("q")
+    for g, G in enumerate(groups):
+        for k in G:
+            rb.add(k, g)
+            order.append(k)
+    for g, k in residual:
+        rb.add(k, g)
+    return Plan(
+        n_groups=len(groups), group_l=group_l, run_bucket=rb.rb, run_group=rb.rg,
+        run_count=rb.rc, suppressed=suppressed, main_picks=len(order),
+        residual_placed=len(residual), n_suppressed=sum(suppressed),
+        main_order=order if keep_order else None,
+        residual_order=residual if keep_order else None,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Fast grouping phase, tie='first': lazy-heap tries
+# --------------------------------------------------------------------------------------------
+
+
+def _dim_order(inp, size, skip=None):
+    """Order of dimensions in the trie: a performance heuristic only (any order gives the same
+    plan).  Dimensions whose shieldable values (l >= 2) hold much of the data come first, so a
+    whole shielded value class is skipped near the root; the others follow by concentration
+    (sum of squared value shares), so the caps that change at almost every pick sit high up,
+    where few heap entries depend on them."""
+    d = inp.d
+    n = sum(size) or 1
+    caps = _caps(size, inp.codes, d, inp.nv)
+    scored = []
+    for j in range(d):
+        if j == skip:
+            continue
+        conc = sum((c / n) ** 2 for c in caps[j])
+        shield = sum((c / n) ** 2 for v, c in enumerate(caps[j]) if inp.lvc[j][v] >= 2)
+        heavy = shield >= 0.1
+        scored.append((not heavy, -(shield if heavy else conc), j))
+    return [j for _, _, j in sorted(scored)]
+
+
+class _TrieEngine:
+    """Grouping phase, identical to the reference but fast.
+
+    Keys.  A bucket's rank is (blev, score, -index); score*B + (B-1-index) makes it one int.
+    Buckets of one level live in one trie per level (MBF, MMDCF): depth t branches on the
+    value of dimension seq[t]; the leaves are buckets.  A heap entry in a node is
+    (-ub, child) where ub bounds the best key in the child's subtree, *relative* to the node:
+    MMDCF adds cap[seq[t]][v]*B when going down to child v, so a capacity change touches only
+    the entries of that value and never the keys stored below it.  Keys only decrease while
+    grouping (sizes and capacities only go down), so a stored ub stays an upper bound; an
+    entry is refreshed (one level only) when it reaches the top of its heap.
+
+    Search.  Branch and bound: visit entries by decreasing ub, skip values that are shielded
+    (A3: a shielded value shields its whole subtree), recurse, keep the best exact leaf key
+    found, stop when the next ub cannot beat it.  Each child has exactly one entry in its
+    parent's heap.  The leaves carry exact keys, so the result is the exact argmax.
+
+    Ties.  'first' falls out of the key.  'random' takes the best score found that way, then
+    lists every allowed bucket of that level with that score (`collect`, same pruning),
+    sorts them by index and draws one, exactly like the reference.
+
+    Cost: about 10 node visits and 15-30 heap operations per pick on Adult-like data
+    (B ~ 17,000, d = 5); see benchmarks/plan_speed.py.
+
+    MSDCF.  Score = max_j cap_j[v_j] + size = max over the bucket's values m of
+    (cap[m] + size).  So each bucket is put in d "partition" tries (one per value m it has),
+    keyed by size only (MBF tries over the other dimensions), under a per-level node whose
+    children are the partitions, entered with cap[m]*B.  The best over partitions is the best
+    true MSDCF key, and capacity changes again only touch one entry per value.
+    """
+
+    def __init__(self, inp, keep_order):
+        self.inp = inp
+        self.keep_order = keep_order
+
+    def run(self):
+        inp = self.inp
+        B, d, codes, blev = inp.B, inp.d, inp.codes, inp.blev
+        variant = inp.variant
+        size = list(inp.sizes)
+        lvc = inp.lvc
+        heappop, heappush, heapreplace = heapq.heappop, heapq.heappush, heapq.heapreplace
+        tie = [B - 1 - b for b in range(B)]
+        cap = _caps(size, codes, d, inp.nv)
+        capB = [[c * B for c in cap[j]] for j in range(d)]
+        zeros = [[0] * inp.nv[j] for j in range(d)]
+        # contribution tables per dimension inside the tries
+        ctab = capB if variant == "mmdcf" else zeros
+        cnt = [[0] * inp.nv[j] for j in range(d)]
+        blocked = [[False] * inp.nv[j] for j in range(d)]
+
+        # ---- build -------------------------------------------------------------------------
+        # A node is [heap, cb, blk, kind] for the dimension j it branches on, with cb the
+        # contribution table and blk the blocked flags of j (both mutated in place).
+        # kind 0: leaf level, heap entries (-key, b, code); kind 1: children are leaf-level
+        # nodes; kind 2: children are inner nodes; inner entries are (-ub, code, child).
+        # Keys are unique (they end with the bucket's tie value), so tuple comparison never
+        # reaches the child.
+        def build(members, seq):
+            last = len(seq) - 1
+
+            def rec(mem, t):
+                j = seq[t]
+                cb = ctab[j]
+                if t == last:
+                    h = [(-(cb[codes[b][j]] + size[b] * B + tie[b]), b, codes[b][j])
+                         for b in mem]
+                    heapq.heapify(h)
+                    return [h, cb, blocked[j], 0]
+                parts = {}
+                for b in mem:
+                    parts.setdefault(codes[b][j], []).append(b)
+                h = []
+                for v, sub in parts.items():
+                    ch = rec(sub, t + 1)
+                    h.append((-(cb[v] - ch[0][0][0]), v, ch))
+                heapq.heapify(h)
+                return [h, cb, blocked[j], 1 if t + 1 == last else 2]
+
+            return rec(members, 0)
+
+        nonempty = {}
+        bylev = {}
+        for b in range(B):
+            if size[b] > 0:
+                bylev.setdefault(blev[b], []).append(b)
+                nonempty[blev[b]] = nonempty.get(blev[b], 0) + 1
+        levels_desc = sorted(bylev, reverse=True)
+
+        def search_leaf(heap, cb, blk, floor):
+            """Best allowed bucket of a leaf-level node with key > floor, as (key, b)."""
+            stash = None
+            res = None
+            while heap:
+                negk, b, v = heap[0]
+                if -negk <= floor:
+                    break
+                s = size[b]
+                if not s:
+                    heappop(heap)
+                    continue
+                k = cb[v] + s * B + tie[b]
+                if k != -negk:
+                    heapreplace(heap, (-k, b, v))
+                    continue
+                if blk[v]:
+                    if stash is None:
+                        stash = [heappop(heap)]
+                    else:
+                        stash.append(heappop(heap))
+                    continue
+                res = (k, b)
+                break
+            if stash:
+                for e in stash:
+                    heappush(heap, e)
+            return res
+
+        def search(node, floor):
+            """Best allowed leaf key (relative to node) greater than floor, as (key, b).
+
+            Entries are visited by decreasing ub; a blocked value is skipped with its whole
+            subtree; an explored entry is refreshed from its child's heap top; the loop stops
+            when no remaining ub can beat the best key found."""
+            heap, cb, blk, kind = node
+            if kind == 0:
+                return search_leaf(heap, cb, blk, floor)
+            stash = None
+            res = None
+            while heap:
+                e = heap[0]
+                negk = e[0]
+                if -negk <= floor:
+                    break
+                v = e[1]
+                ch = e[2]
+                chh = ch[0]
+                if not chh:
+                    heappop(heap)
+                    continue
+                c = cb[v]
+                k = c - chh[0][0]
+                if k != -negk:
+                    heapreplace(heap, (-k, v, ch))
+                    continue
+                if blk[v]:
+                    if stash is None:
+                        stash = [heappop(heap)]
+                    else:
+                        stash.append(heappop(heap))
+                    continue
+                if kind == 1:
+                    r = search_leaf(chh, ch[1], ch[2], floor - c)
+                else:
+                    r = search(ch, floor - c)
+                if r is not None:
+                    floor = c + r[0]
+                    res = (floor, r[1])
+                # e is still heap[0]; its two heap children bound every other entry.
+                n = len(heap)
+                nxt = -heap[1][0] if n > 1 else -1
+                if n > 2 and -heap[2][0] > nxt:
+                    nxt = -heap[2][0]
+                if nxt <= floor:
+                    if chh:
+                        nk = c - chh[0][0]
+                        if nk != k:
+                            heapreplace(heap, (-nk, v, ch))
+                    else:
+                        heappop(heap)
+                    break
+                heappop(heap)
+                if chh:
+                    if stash is None:
+                        stash = [(-(c - chh[0][0]), v, ch)]
+                    else:
+                        stash.append((-(c - chh[0][0]), v, ch))
+            if stash:
+                for e in stash:
+                    heappush(heap, e)
+            return res
+
+        def collect(node, floor, out, base):
+            """Append (base + key, b) for every allowed bucket of node's subtree whose key
+            (relative to node) is greater than floor.  Used by tie='random' to list ties."""
+            heap, cb, blk, kind = node
+            popped = []
+            if kind == 0:
+                while heap:
+                    negk, b, v = heap[0]
+                    if -negk <= floor:
+                        break
+                    s = size[b]
+                    if not s:
+                        heappop(heap)
+                        continue
+                    k = cb[v] + s * B + tie[b]
+                    if k != -negk:
+                        heapreplace(heap, (-k, b, v))
+                        continue
+                    popped.append(heappop(heap))
+                    if not blk[v]:
+                        out.append((base + k, b))
+            else:
+                while heap:
+                    e = heap[0]
+                    negk = e[0]
+                    if -negk <= floor:
+                        break
+                    v = e[1]
+                    ch = e[2]
+                    chh = ch[0]
+                    if not chh:
+                        heappop(heap)
+                        continue
+                    c = cb[v]
+                    k = c - chh[0][0]
+                    if k != -negk:
+                        heapreplace(heap, (-k, v, ch))
+                        continue
+                    heappop(heap)
+                    if not blk[v]:
+                        collect(ch, floor - c, out, base + c)
+                    if chh:
+                        popped.append((-(c - chh[0][0]), v, ch))
+            for e in popped:
+                heappush(heap, e)
+
+        if variant != "msdcf":
+            seq = _dim_order(inp, size)
+            roots = {lam: build(mem, seq) for lam, mem in bylev.items()}
+
+            def find(lam, floor):
+                return search(roots[lam], floor)
+
+            def find_all(lam, floor):
+                out = []
+                collect(roots[lam], floor, out, 0)
+                return out
+        else:
+            # partition id m <-> (dimension, code); partition tries are MBF tries over the
+            # other dimensions (for d == 1 a partition is a bare leaf-level node whose only
+            # dimension is the partition's own, which is never blocked below the partition
+            # level because blocked partitions are skipped first).
+            mdim, mcode, mid = [], [], {}
+            for j in range(d):
+                for v in range(inp.nv[j]):
+                    mid[(j, v)] = len(mdim)
+                    mdim.append(j)
+                    mcode.append(v)
+            seqs = [_dim_order(inp, size, skip=j) if d > 1 else [j] for j in range(d)]
+            proots = {}
+            for lam, mem in bylev.items():
+                parts = {}
+                for b in mem:
+                    for j in range(d):
+                        parts.setdefault(mid[(j, codes[b][j])], []).append(b)
+                h = []
+                for m, sub in parts.items():
+                    ch = build(sub, seqs[mdim[m]])
+                    h.append((-(capB[mdim[m]][mcode[m]] - ch[0][0][0]), m, ch))
+                heapq.heapify(h)
+                proots[lam] = h
+
+            def find(lam, floor):
+                heap = proots[lam]
+                stash = []
+                res = None
+                while heap:
+                    e = heap[0]
+                    negk = e[0]
+                    if -negk <= floor:
+                        break
+                    m = e[1]
+                    ch = e[2]
+                    chh = ch[0]
+                    if not chh:
+                        heappop(heap)
+                        continue
+                    j = mdim[m]
+                    v = mcode[m]
+                    c = capB[j][v]
+                    k = c - chh[0][0]
+                    if k != -negk:
+                        heapreplace(heap, (-k, m, ch))
+                        continue
+                    if blocked[j][v]:
+                        stash.append(heappop(heap))
+                        continue
+                    r = search(ch, floor - c)
+                    if r is not None:
+                        floor = c + r[0]
+                        res = (floor, r[1])
+                    n = len(heap)
+                    nxt = -heap[1][0] if n > 1 else -1
+                    if n > 2 and -heap[2][0] > nxt:
+                        nxt = -heap[2][0]
+                    if nxt <= floor:
+                        if chh:
+                            nk = c - chh[0][0]
+                            if nk != k:
+                                heapreplace(heap, (-nk, m, ch))
+                        else:
+                            heappop(heap)
+                        break
+                    heappop(heap)
+                    if chh:
+                        stash.append((-(c - chh[0][0]), m, ch))
+                for e in stash:
+                    heappush(heap, e)
+                return res
+
+            def find_all(lam, floor):
+                heap = proots[lam]
+                out = []
+                popped = []
+                while heap:
+                    e = heap[0]
+                    negk = e[0]
+                    if -negk <= floor:
+                        break
+                    m = e[1]
+                    ch = e[2]
+                    chh = ch[0]
+                    if not chh:
+                        heappop(heap)
+                        continue
+                    j = mdim[m]
+                    v = mcode[m]
+                    c = capB[j][v]
+                    k = c - chh[0][0]
+                    if k != -negk:
+                        heapreplace(heap, (-k, m, ch))
+                        continue
+                    heappop(heap)
+                    if not blocked[j][v]:
+                        collect(ch, floor - c, out, c)
+                    if chh:
+                        popped.append((-(c - chh[0][0]), m, ch))
+                for e in popped:
+                    heappush(heap, e)
+                return out
+
+        # ---- grouping loop -------------------------------------------------------------------
+        update_caps = variant != "mbf"
+        rng = random.Random(inp.seed) if inp.tie == "random" else None
+        keep = self.keep_order
+        rb = _RunBuilder(B)
+        order = array("q") if keep else None
+        group_l = []
+        g = 0
+        remaining = sum(size)
+        picks = []
+        drange = range(d)
+        while remaining > 0:
+            top = max(lam for lam, c in nonempty.items() if c > 0)
+            lG = _group_l(inp, top)
+            del picks[:]
+            for _ in range(lG):
+                res = None
+                for lam in levels_desc:
+                    if nonempty[lam] and lam <= top:
+                        res = find(lam, -1)
+                        if res is not None:
+                            break
+                if res is None:
+                    break
+                b = res[1]
+                if rng is not None:
+                    # all allowed buckets of this level with the best score, in index order
+                    best = res[0] // B
+                    tied = sorted({x for k, x in find_all(lam, best * B - 1) if k // B == best})
+                    if len(tied) > 1:
+                        b = tied[rng.randrange(len(tied))]
+                picks.append(b)
+                s = size[b] - 1
+                size[b] = s
+                if not s:
+                    nonempty[blev[b]] -= 1
+                cb = codes[b]
+                for j in drange:
+                    v = cb[j]
+                    c = cnt[j][v] + 1
+                    cnt[j][v] = c
+                    if (c + 1) * lvc[j][v] > lG:
+                        blocked[j][v] = True
+                    if update_caps:
+                        capB[j][v] -= B
+            for b in picks:
+                cb = codes[b]
+                for j in drange:
+                    cnt[j][cb[j]] = 0
+                    blocked[j][cb[j]] = False
+            if len(picks) < lG:  # A4: roll back and stop grouping
+                for b in picks:
+                    if size[b] == 0:
+                        nonempty[blev[b]] += 1
+                    size[b] += 1
+                    if update_caps:
+                        cb = codes[b]
+                        for j in drange:
+                            capB[j][cb[j]] += B
+                break
+            for b in picks:
+                rb.add(b, g)
+            if keep:
+                order.extend(picks)
+            group_l.append(lG)
+            remaining -= lG
+            g += 1
+        return size, group_l, rb, order
+
+
+# --------------------------------------------------------------------------------------------
+# Fast residual phase
+# --------------------------------------------------------------------------------------------
+
+
+def _picks_arrays(rb, B):
+    """Expand runs to per-record arrays (bucket, group) with numpy."""
+    # copies: the run arrays keep growing afterwards (no buffer export may stay alive)
+    rbk = np.array(rb.rb, dtype=np.int64)
+    rg = np.array(rb.rg, dtype=np.int64)
+    rc = np.array(rb.rc, dtype=np.int64)
+    n = int(rc.sum())
+    buckets = np.repeat(rbk, rc)
+    starts = np.repeat(np.cumsum(rc) - rc, rc)
+    groups = np.repeat(rg, rc) + (np.arange(n, dtype=np.int64) - starts)
+    return buckets, groups
+
+
+def _residual_fast(inp, size, group_l, rb, keep_order):
+    """First-fit residual phase (A8-A10) on dense per-group counts.
+
+    Only counts of values that matter are kept: values with l >= 2 carried by some residual
+    bucket (a value with l = 1 always passes the test).  Records of one bucket are identical,
+    so the groups that rejected one record reject the next: a bucket's scan only moves forward,
+    and the number of records a group can take at once has a closed form."""
+    B, d, codes, lval = inp.B, inp.d, inp.codes, inp.lval
+    G = len(group_l)
+    suppressed = [0] * B
+    placed = 0
+    residual = [] if keep_order else None
+    res_buckets = [b for b in range(B) if size[b] > 0]
+    if not res_buckets:
+        return suppressed, placed, residual
+    if G == 0:
+        for b in res_buckets:
+            suppressed[b] = size[b]
+        return suppressed, placed, residual
+    rowid = {}
+    for b in res_buckets:
+        for j in range(d):
+            if lval[b][j] >= 2:
+                rowid.setdefault((j, codes[b][j]), len(rowid))
+    R = len(rowid)
+    gsize = np.array(group_l, dtype=np.int64)
+    # A constrained value (l >= 2) occurs at most |G|/2 times in a valid group, so int16
+    # counts are safe until a group reaches 65534 records; then they are widened.
+    wide = max(group_l) >= 32767
+    cnt = np.zeros((max(R, 1), G), dtype=np.int32 if wide else np.int16)
+    if R:
+        pb, pg = _picks_arrays(rb, B)
+        carr = np.array(codes, dtype=np.int64).reshape(B, d)
+        for j in range(d):
+            m = np.full(inp.nv[j], -1, dtype=np.int64)
+            for (jj, v), r in rowid.items():
+                if jj == j:
+                    m[v] = r
+            rows = m[carr[pb, j]]
+            sel = rows >= 0
+            np.add.at(cnt, (rows[sel], pg[sel]), 1)
+    for b in res_buckets:
+        rem = size[b]
+        cons = [(rowid[(j, codes[b][j])], lval[b][j]) for j in range(d) if lval[b][j] >= 2]
+        if not cons:
+            # every group accepts a record whose values all have l = 1: all go to group 0
+            gsize[0] += rem
+            placed += rem
+            for _ in range(rem):
+                rb.add(b, 0)
+                if keep_order:
+                    residual.append((0, b))
+            continue
+        g = 0
+        chunk = 256
+        while rem > 0 and g < G:
+            hi = min(G, g + chunk)
+            # (c + 1) * l <= |G| + 1  <=>  c <= (|G| + 1) // l - 1
+            s1 = gsize[g:hi] + 1
+            ok = None
+            for r, lv in cons:
+                t_ok = cnt[r, g:hi] <= s1 // lv - 1
+                ok = t_ok if ok is None else (ok & t_ok)
+            # Groups in [g, hi) change only through this bucket's own placements, which move
+            # forward, so the feasible ones can be used in order without re-testing.
+            for off in np.flatnonzero(ok):
+                gg = g + int(off)
+                gs = int(gsize[gg])
+                t = min((gs - int(cnt[r, gg]) * lv) // (lv - 1) for r, lv in cons)
+                k = t if t < rem else rem
+                for r, lv in cons:
+                    cnt[r, gg] += k
+                gsize[gg] = gs + k
+                if not wide and gs + k >= 65534:
+                    cnt = cnt.astype(np.int32)
+                    wide = True
+                rem -= k
+                placed += k
+                for _ in range(k):
+                    rb.add(b, gg)
+                    if keep_order:
+                        residual.append((gg, b))
+                if not rem:
+                    break
+            g = hi
+            chunk *= 4
+        if rem:
+            suppressed[b] = rem
+    return suppressed, placed, residual
+
+
+# --------------------------------------------------------------------------------------------
+# Public entry point
+# --------------------------------------------------------------------------------------------
+
+
+def plan(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None, tie="first",
+         seed=None, *, keep_order=False):
+    """Plan the groups for one of the six algorithms (spec section 3.2) on bucket counts.
+
+    sizes[b]: records in bucket b (first-appearance order = 'first' tie order);
+    values[b*d + j], levels[b*d + j]: code and security level of bucket b in dimension j;
+    l_of_level: {level: l} (or a list indexed by level), non-decreasing, >= 1;
+    variant: 'mbf' | 'msdcf' | 'mmdcf'; mslf=False gives the baseline with one uniform level
+    whose l is baseline_l (default: l of the highest level present).
+    keep_order=True also records the pick order (for tests; memory is one int per record).
+    Returns a `Plan`; identical to `plan_reference` for the same arguments."""
+    inp = _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed)
+    if inp.B == 0 or sum(inp.sizes) == 0:
+        return Plan(0, [], array("q"), array("q"), array("q"), [0] * inp.B, 0, 0, 0,
+                    array("q") if keep_order else None, [] if keep_order else None)
+    size, group_l, rb, order = _TrieEngine(inp, keep_order).run()
+    main_picks = sum(group_l)
+    suppressed, placed, residual = _residual_fast(inp, size, group_l, rb, keep_order)
+    return Plan(
+        n_groups=len(group_l), group_l=group_l, run_bucket=rb.rb, run_group=rb.rg,
+        run_count=rb.rc, suppressed=suppressed, main_picks=main_picks,
+        residual_placed=placed, n_suppressed=sum(suppressed), main_order=order,
+        residual_order=residual,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers for tests and cross-checks
+# --------------------------------------------------------------------------------------------
+
+
+def expand(plan):
+    """Groups as lists of (bucket, rank) -- per record, for tests and small inputs only.
+
+    With keep_order=True plans the order inside a group is the pick order (main phase, then
+    residual additions); otherwise it follows the order of the runs."""
+    G = plan.n_groups
+    groups = [[] for _ in range(G)]
+    if plan.main_order is not None:
+        nxt = {}
+        pos = 0
+        for g, lg in enumerate(plan.group_l):
+            for b in plan.main_order[pos:pos + lg]:
+                r = nxt.get(b, 0)
+                groups[g].append((b, r))
+                nxt[b] = r + 1
+            pos += lg
+        for g, b in plan.residual_order:
+            r = nxt.get(b, 0)
+            groups[g].append((b, r))
+            nxt[b] = r + 1
+        return groups
+    nxt = {}
+    for b, g0, c in plan.runs:
+        r = nxt.get(b, 0)
+        for i in range(c):
+            groups[g0 + i].append((b, r + i))
+        nxt[b] = r + c
+    return groups
+
+
+groups_of = expand
+
+
+def metrics_from_plan(plan, sizes, values, levels, l_of_level, mslf=True, baseline_l=None):
+    """AIL (Def 14, with l_{G_i} from each group's final contents, A11; 0 without groups, A12)
+    and SR (Def 15) as exact Fractions: {'ail': Fraction, 'sr': Fraction}."""
+    inp = _prepare(sizes, values, levels, l_of_level, "mbf", mslf, baseline_l, "first", None)
+    n = sum(inp.sizes)
+    sr = Fraction(plan.n_suppressed, n) if n else Fraction(0)
+    G = plan.n_groups
+    if G == 0:
+        return {"ail": Fraction(0), "sr": sr}
+    B = inp.B
+    rbk = np.array(plan.run_bucket, dtype=np.int64)
+    rg = np.array(plan.run_group, dtype=np.int64)
+    rc = np.array(plan.run_count, dtype=np.int64)
+    tot = int(rc.sum())
+    pb = np.repeat(rbk, rc)
+    starts = np.repeat(np.cumsum(rc) - rc, rc)
+    pg = np.repeat(rg, rc) + (np.arange(tot, dtype=np.int64) - starts)
+    gsize = np.bincount(pg, minlength=G).astype(np.int64)
+    if inp.mslf:
+        lvls = sorted(inp.L)
+        rank = {lv: i for i, lv in enumerate(lvls)}
+        brank = np.array([rank[x] for x in inp.blev] if B else [], dtype=np.int64)
+        gmax = np.full(G, -1, dtype=np.int64)
+        np.maximum.at(gmax, pg, brank[pb])
+        lof = np.array([inp.L[lv] for lv in lvls], dtype=np.int64)
+        gl = lof[gmax]
+    else:
+        gl = np.full(G, inp.baseline_l, dtype=np.int64)
+    den = int(gl.sum())
+    num = int((gsize - gl).sum())
+    return {"ail": Fraction(num, den), "sr": sr}
