@@ -101,6 +101,7 @@ def snapshot(db, ds, p):
     # Work tables are temp tables: give them room in local buffers when the session still allows it
     # (only before its first temp table); the setting ends with the transaction.
     db.try_run(f"SET LOCAL temp_buffers = '{TEMP_BUFFERS}'")
+    db.run("SET LOCAL jit = off")   # JIT compiles each big one-off query for ~1 s and saves less
     limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
     db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
            f"FROM {ds.source}{limit}")
@@ -206,11 +207,11 @@ def assign(db, ds, p, the_plan, rel):
     db.run(f"CREATE TEMP TABLE _pganon_row ON COMMIT DROP AS SELECT u.k, b._pganon_bucket AS bucket, "
            f"(u.o - 1)::int AS rank, b._pganon_size AS nb "
            f"FROM {BUCKET} b, unnest(b._pganon_keys) WITH ORDINALITY AS u(k, o)")
-    rb, rs, rg, rc = [], [], [], []
-    taken = {}
-    for bucket, group, count in the_plan.runs:
+    rb, rg, rc = the_plan.run_lists()
+    rs, taken = [], {}
+    for bucket, count in zip(rb, rc):   # each bucket's runs consume its records in rank order
         start = taken.get(bucket, 0)
-        rb.append(bucket); rs.append(start); rg.append(group); rc.append(count)
+        rs.append(start)
         taken[bucket] = start + count
     db.run("CREATE TEMP TABLE _pganon_slot ON COMMIT DROP AS "
            "SELECT u.b AS bucket, (u.g + i)::int AS group_id, (u.s + i)::int AS rank "
