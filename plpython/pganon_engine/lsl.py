@@ -11,6 +11,8 @@ The pipeline steps for this family, each set-based except `plan`:
   measure      AIL, SR (Defs 14-15), NCP of the per-group generalized QIs (spec 004 §4.1)
 """
 
+import numpy as np
+
 from . import bucketize
 from .errors import bad_data, incomplete, invalid
 
@@ -181,6 +183,30 @@ def plan(db, ds, p, sizes, values, levels):
 QI_ORDER_PASSES = 3
 
 
+def run_columns(the_plan):
+    """The plan's runs as numpy columns (bucket, first rank in the bucket, first group, count):
+    a bucket's runs consume its records in rank order, so a run starts where the bucket's
+    previous runs ended (an exclusive cumulative sum per bucket)."""
+    rb = np.frombuffer(the_plan.run_bucket, dtype=np.int64)
+    rg = np.frombuffer(the_plan.run_group, dtype=np.int64)
+    rc = np.frombuffer(the_plan.run_count, dtype=np.int64)
+    order = np.argsort(rb, kind="stable")
+    b, c = rb[order], rc[order]
+    before = np.cumsum(c) - c
+    first = np.ones(len(b), dtype=bool)
+    first[1:] = b[1:] != b[:-1]
+    start = before - np.maximum.accumulate(np.where(first, before, 0))
+    rs = np.empty_like(start)
+    rs[order] = start
+    return rb, rs, rg, rc
+
+
+def pg_array(column):
+    """A PostgreSQL array literal of an integer column: the server parses one text value, where
+    plpy would convert a list element by element."""
+    return "{" + ",".join(map(str, column.tolist())) + "}"
+
+
 def qi_sort_order(db, p):
     """QIs in the order rows are sorted by for qi_order: categorical QIs with the fewest distinct
     values first (a group that shares them loses nothing on them), then numeric and date QIs."""
@@ -207,17 +233,12 @@ def assign(db, ds, p, the_plan, rel):
     db.run(f"CREATE TEMP TABLE _pganon_row ON COMMIT DROP AS SELECT u.k, b._pganon_bucket AS bucket, "
            f"(u.o - 1)::int AS rank, b._pganon_size AS nb "
            f"FROM {BUCKET} b, unnest(b._pganon_keys) WITH ORDINALITY AS u(k, o)")
-    rb, rg, rc = the_plan.run_lists()
-    rs, taken = [], {}
-    for bucket, count in zip(rb, rc):   # each bucket's runs consume its records in rank order
-        start = taken.get(bucket, 0)
-        rs.append(start)
-        taken[bucket] = start + count
+    rb, rs, rg, rc = run_columns(the_plan)
     db.run("CREATE TEMP TABLE _pganon_slot ON COMMIT DROP AS "
            "SELECT u.b AS bucket, (u.g + i)::int AS group_id, (u.s + i)::int AS rank "
-           "FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[]) AS u(b, s, g, c) "
+           "FROM unnest($1::text::int4[], $2::text::int4[], $3::text::int4[], $4::text::int4[]) AS u(b, s, g, c) "
            "CROSS JOIN LATERAL generate_series(0, u.c - 1) AS i",
-           [rb, rs, rg, rc], ["int4[]", "int4[]", "int4[]", "int4[]"])
+           [pg_array(rb), pg_array(rs), pg_array(rg), pg_array(rc)], ["text", "text", "text", "text"])
     slots = "pg_temp._pganon_slot"
     if p["qi_order"]:
         db.run("CREATE TEMP TABLE _pganon_t ON COMMIT DROP AS "
