@@ -27,15 +27,16 @@ DECLARE
 BEGIN
   -- 1+2. diversity of every group per sensitive attribute (Def 10/11, or Def 7/8 for the
   -- baselines), with group sizes taken from the GT; and GT and ST agree on groups and sizes.
-  SELECT string_agg(format('(%L, %I::text)', x, x), ', ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
+  -- One hash aggregate per SA over the ST (an unpivot would sort); group sizes are the ST's own
+  -- sums here, and the GT's sizes must equal them (gt_st_agree).
+  SELECT string_agg(format('SELECT group_id, %L AS sa, %I::text AS v, sum(count) AS c FROM %s GROUP BY 1, 3', x, x, st),
+                    ' UNION ALL ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
   EXECUTE format(
     'WITH sz AS (SELECT group_id, count(*) AS n FROM %1$s GROUP BY 1),
           stn AS (SELECT group_id, sum(count) AS n FROM %2$s GROUP BY 1),
-          v AS (SELECT st.group_id, u.sa, u.v, sum(st.count) AS c
-                  FROM %2$s st CROSS JOIN LATERAL (VALUES %3$s) AS u(sa, v) GROUP BY 1, 2, 3),
-          bad AS (SELECT v.*, sz.n, lv.l FROM v JOIN sz USING (group_id)
+          bad AS (SELECT v.*, stn.n, lv.l FROM (%3$s) v JOIN stn USING (group_id)
                     LEFT JOIN %4$s lv ON lv.sa = v.sa AND lv.value = v.v
-                   WHERE CASE WHEN %5$L THEN lv.l IS NULL OR v.c * lv.l > sz.n ELSE v.c * %6$s > sz.n END)
+                   WHERE CASE WHEN %5$L THEN lv.l IS NULL OR v.c * lv.l > stn.n ELSE v.c * %6$s > stn.n END)
      SELECT (SELECT count(*) FROM bad),
             (SELECT format(''group %%s: %%s=%%s occurs %%s times in %%s rows, l=%%s'', group_id, sa, v, c, n,
                            coalesce(l::text, ''none'')) FROM bad ORDER BY group_id, sa, v LIMIT 1),
