@@ -32,16 +32,15 @@ BEGIN
   SELECT string_agg(format('SELECT group_id, %L AS sa, %I::text AS v, sum(count) AS c FROM %s GROUP BY 1, 3', x, x, st),
                     ' UNION ALL ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
   EXECUTE format(
-    'WITH sz AS (SELECT group_id, count(*) AS n FROM %1$s GROUP BY 1),
-          stn AS (SELECT group_id, sum(count) AS n FROM %2$s GROUP BY 1),
-          bad AS (SELECT v.*, stn.n, lv.l FROM (%3$s) v JOIN stn USING (group_id)
-                    LEFT JOIN %4$s lv ON lv.sa = v.sa AND lv.value = v.v
-                   WHERE CASE WHEN %5$L THEN lv.l IS NULL OR v.c * lv.l > stn.n ELSE v.c * %6$s > stn.n END)
-     SELECT (SELECT count(*) FROM bad),
-            (SELECT format(''group %%s: %%s=%%s occurs %%s times in %%s rows, l=%%s'', group_id, sa, v, c, n,
-                           coalesce(l::text, ''none'')) FROM bad ORDER BY group_id, sa, v LIMIT 1),
-            (SELECT count(*) FROM sz FULL JOIN stn USING (group_id) WHERE sz.n IS DISTINCT FROM stn.n)',
-    gt, st, sa_cols, lv, lsl, coalesce(lbase, 0)) INTO bad, ex, k;
+    'SELECT count(*), min(format(''group %%s: %%s=%%s occurs %%s times in %%s rows, l=%%s'', v.group_id, v.sa, v.v,
+                                  v.c, stn.n, coalesce(lv.l::text, ''none'')))
+       FROM (%1$s) v JOIN (SELECT group_id, sum(count) AS n FROM %2$s GROUP BY 1) stn USING (group_id)
+       LEFT JOIN %3$s lv ON lv.sa = v.sa AND lv.value = v.v
+      WHERE CASE WHEN %4$L THEN lv.l IS NULL OR v.c * lv.l > stn.n ELSE v.c * %5$s > stn.n END',
+    sa_cols, st, lv, lsl, coalesce(lbase, 0)) INTO bad, ex;
+  EXECUTE format('SELECT count(*) FROM (SELECT group_id, count(*) AS n FROM %s GROUP BY 1) a
+                  FULL JOIN (SELECT group_id, sum(count) AS n FROM %s GROUP BY 1) b USING (group_id)
+                  WHERE a.n IS DISTINCT FROM b.n', gt, st) INTO k;
   "check" := CASE WHEN lsl THEN 'lsl_diversity' ELSE 'l_diversity' END;
   passed := bad = 0;
   detail := CASE WHEN passed THEN 'every group is ' || CASE WHEN lsl THEN 'L_sl-diverse per sensitive attribute'

@@ -98,7 +98,7 @@ def snapshot(db, ds, p):
     cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
     for t in db.rows("SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema() "
                      "AND relname IN ('_pganon_snap', '_pganon_bucket', '_pganon_row', '_pganon_ggen', '_pganon_slot', "
-                     "'_pganon_slot2', '_pganon_t')"):
+                     "'_pganon_slot2', '_pganon_t', '_pganon_vrank')"):
         db.run(f"DROP TABLE pg_temp.{t['relname']}")   # left by an earlier publish in this transaction
     # Work tables are temp tables: give them room in local buffers when the session still allows it
     # (only before its first temp table); the setting ends with the transaction.
@@ -292,10 +292,15 @@ def materialize(db, ds, p, rel):
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join('s.' + I(q['column']) for q in qis)} "
                f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
                f"ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}")
+    # Rows within a group ordered by count, then by the SA vector's rank in value order (computed
+    # on the small bucket table, so the big sort compares integers, not text).
     sa_sel = ", ".join("b." + I(c) for c in sas)
+    db.run(f"CREATE TEMP TABLE _pganon_vrank ON COMMIT DROP AS SELECT b._pganon_bucket AS bucket, "
+           f"(row_number() OVER (ORDER BY {sa_sel}))::int AS vrank FROM {BUCKET} b")
     db.run(f"CREATE TABLE {rel['st']} AS SELECT x.group_id, {sa_sel}, x.count "
            f"FROM (SELECT group_id, bucket, count(*)::int AS count FROM {rel['map']} GROUP BY 1, 2) x "
-           f"JOIN {BUCKET} b ON b._pganon_bucket = x.bucket ORDER BY x.group_id, x.count DESC, {sa_sel}")
+           f"JOIN pg_temp._pganon_vrank r USING (bucket) "
+           f"JOIN {BUCKET} b ON b._pganon_bucket = x.bucket ORDER BY x.group_id, x.count DESC, r.vrank")
     # The level table the verifier and the metrics read: what this release promised per value.
     db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.column_name::text AS sa, s.value, s.level, l.l "
            f"FROM pganon.security_level s JOIN pganon.level_l l USING (dataset_id, level) "
