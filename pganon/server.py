@@ -102,6 +102,9 @@ def start(srv: LocalServer | None = None, dbname: str = DEFAULT_DB) -> str:
     srv = srv or default_server()
     if not (PG_BIN / "initdb").exists():
         raise PganonError(f"PostgreSQL 15 is not installed in {PG_BIN}", hint="run scripts/setup.sh")
+    if not is_running(srv) and _port_taken(srv.port):   # refuse before creating anything
+        raise PganonError(f"port {srv.port} is already used by another server",
+                          hint="stop it, or choose another port with PGANON_PORT")
     _prepare_dirs(srv)
     if not (srv.data_dir / "PG_VERSION").exists():
         _run([str(PG_BIN / "initdb"), "-D", str(srv.data_dir), "-U", SUPERUSER, "--auth=trust",
@@ -123,6 +126,12 @@ def stop(srv: LocalServer | None = None) -> bool:
         return False
     _run([str(PG_BIN / "pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(srv.data_dir)])
     return True
+
+
+def _port_taken(port: int) -> bool:
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _wait_ready(srv: LocalServer, timeout: float = 30.0) -> None:
