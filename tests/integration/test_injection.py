@@ -1,6 +1,5 @@
 """Hostile names and values: quoted everywhere, never executed (as MADlib's install-check does)."""
 
-import psycopg
 from psycopg import sql
 
 from helpers import checks, publish

@@ -1,6 +1,5 @@
 """Install is idempotent, upgrade equals a fresh install, uninstall leaves nothing behind."""
 
-import shutil
 import subprocess
 
 import psycopg
