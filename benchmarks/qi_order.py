@@ -10,19 +10,14 @@ from pathlib import Path
 
 import psycopg
 
-from pganon import datasets, install, releases, server
+from common import METHODS, fresh_database
+from pganon import datasets, releases
 
-METHODS = ["mbf", "msdcf", "mmdcf", "mbf_mslf", "msdcf_mslf", "mmdcf_mslf"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main() -> None:
-    admin = server.start()
-    dsn = psycopg.conninfo.make_conninfo(admin, dbname="pganon_bench_qi")
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute("DROP DATABASE IF EXISTS pganon_bench_qi WITH (FORCE)")
-        c.execute("CREATE DATABASE pganon_bench_qi")
-    install.install(dsn)
+    dsn = fresh_database("pganon_bench_qi")
     rows = []
     with psycopg.connect(dsn, autocommit=True) as c:
         datasets.load(c, "adult")

@@ -18,9 +18,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from pganon import datasets, install, releases, server
+from common import METHODS, fresh_database
+from pganon import datasets, releases
 
-METHODS = ["mbf", "msdcf", "mmdcf", "mbf_mslf", "msdcf_mslf", "mmdcf_mslf"]
 QIS = ["age", "sex", "native_country", "income"]
 SAS = ["occupation", "education", "marital_status", "workclass", "race"]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -74,12 +74,7 @@ def main() -> None:
     args = ap.parse_args()
     methods = args.methods.split(",")
 
-    admin = server.start()
-    dsn = psycopg.conninfo.make_conninfo(admin, dbname="pganon_bench")
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute("DROP DATABASE IF EXISTS pganon_bench WITH (FORCE)")
-        c.execute("CREATE DATABASE pganon_bench")
-    install.install(dsn)
+    dsn = fresh_database("pganon_bench")
     with psycopg.connect(dsn, autocommit=True) as c:
         datasets.load(c, "adult")
         tables = [("adult", "adult")]

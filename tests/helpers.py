@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import psycopg
 from psycopg import sql
 
-DATA = Path(__file__).resolve().parents[1] / "pganon" / "data"
+from pganon import datasets
 
 
 def create_table1(conn: psycopg.Connection, table: str) -> None:
-    """Spec 000 Table 1 as a table named `table` (quoted as given)."""
-    ident = sql.Identifier(*table.split(".")) if "." in table and not table.startswith('"') else sql.Identifier(table)
-    conn.execute(sql.SQL("CREATE TABLE {} (rid int PRIMARY KEY, ssn int, name text, age int, sex text, race text, "
-                         "zipcode int, physician text, disease text)").format(ident))
-    with open(DATA / "table1.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    with conn.cursor() as cur:
-        with cur.copy(sql.SQL("COPY {} (rid, ssn, name, age, sex, race, zipcode, physician, disease) FROM STDIN").format(ident)) as cp:
-            for r in rows:
-                cp.write_row([r["rid"], r["ssn"], r["name"], r["age"], r["sex"], r["race"], r["zipcode"],
-                              r["physician"], r["disease"]])
+    """Spec 000 Table 1 as a table named `table`, through the dataset loader users run."""
+    datasets.load_table1(conn, table)
 
 
 TABLE1_LEVELS = {"physician": {"Anne": 1, "Bob": 1, "John": 1, "Mary": 1, "Sam": 1},
