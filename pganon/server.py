@@ -9,6 +9,7 @@ loopback and its socket directory is private to the cluster owner.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import shutil
@@ -47,8 +48,25 @@ class LocalServer:
 
 
 def default_server() -> LocalServer:
-    home = Path(os.environ.get("PGANON_HOME", Path(__file__).resolve().parents[1] / ".pganon"))
-    return LocalServer(home=home.resolve(), port=int(os.environ.get("PGANON_PORT", DEFAULT_PORT)))
+    """`$PGANON_HOME`, else `.pganon/` in the project, else (when the cluster owner cannot reach
+    the project, e.g. a checkout inside a 0700 directory) a per-project directory in /var/tmp."""
+    port = int(os.environ.get("PGANON_PORT", DEFAULT_PORT))
+    if os.environ.get("PGANON_HOME"):
+        return LocalServer(home=Path(os.environ["PGANON_HOME"]).resolve(), port=port)
+    project = Path(__file__).resolve().parents[1]
+    home = project / ".pganon"
+    if not _owner_can_reach(project):
+        digest = hashlib.sha1(str(project).encode()).hexdigest()[:12]
+        home = Path("/var/tmp") / f"pganon-{digest}"
+    return LocalServer(home=home, port=port)
+
+
+def _owner_can_reach(directory: Path) -> bool:
+    owner = _owner()
+    if owner is None:
+        return True
+    res = subprocess.run(["runuser", "-u", owner, "--", "test", "-x", str(directory)], capture_output=True)
+    return res.returncode == 0
 
 
 def _owner() -> str | None:
