@@ -25,6 +25,7 @@ NUMERIC_RANGES = {"smallint": "int4range", "integer": "int4range", "bigint": "in
 
 TEMP_BUFFERS = "256MB"
 SNAP, BUCKET, ROW = "pg_temp._pganon_snap", "pg_temp._pganon_bucket", "pg_temp._pganon_row"
+BUCKET_L = "pg_temp._pganon_bl"   # the l each bucket imposes on its group (A11: max over contents)
 
 
 def _bool(params, name):
@@ -98,7 +99,7 @@ def snapshot(db, ds, p):
     cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
     for t in db.rows("SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema() "
                      "AND relname IN ('_pganon_snap', '_pganon_bucket', '_pganon_row', '_pganon_ggen', '_pganon_slot', "
-                     "'_pganon_slot2', '_pganon_t', '_pganon_vrank')"):
+                     "'_pganon_slot2', '_pganon_t', '_pganon_vrank', '_pganon_bl')"):
         db.run(f"DROP TABLE pg_temp.{t['relname']}")   # left by an earlier publish in this transaction
     # Work tables are temp tables: give them room in local buffers when the session still allows it
     # (only before its first temp table); the setting ends with the transaction.
@@ -107,6 +108,7 @@ def snapshot(db, ds, p):
     limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
     db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
            f"FROM {ds.source}{limit}")
+    db.run(f"ANALYZE {SNAP}")   # work tables get statistics, or the planner guesses 200 groups
     checked = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
     counts = ", ".join(f"count(*) FILTER (WHERE {I(c)} IS NULL) AS n{i}" for i, c in enumerate(checked))
     r = db.one(f"SELECT count(*) AS n, count(DISTINCT {I(ds.key)}) AS nkey, {counts} FROM {SNAP}")
@@ -133,6 +135,7 @@ def build_buckets(db, ds, p):
            f"{sa_list}, count(*)::int AS _pganon_size, "
            f"array_agg({I(ds.key)} ORDER BY {', '.join(map(I, order_cols))}) AS _pganon_keys "
            f"FROM {SNAP} GROUP BY {sa_list}")
+    db.run(f"ANALYZE {BUCKET}")
     sel, joins = [], []
     for j, sa in enumerate(sas):
         sel.append(f"(dense_rank() OVER (ORDER BY b.{I(sa)}) - 1)::int AS c{j}, lv{j}.level AS v{j}")
@@ -173,6 +176,13 @@ def baseline_l(p, ds, levels):
 
 
 def plan(db, ds, p, sizes, values, levels):
+    # the l each bucket imposes on its group (A11: a group's l is the max over its contents)
+    d = len(p["sas"])
+    bucket_l = ([ds.level_l[max(levels[b * d:(b + 1) * d])] for b in range(len(sizes))] if p["mslf"]
+                else [p["baseline_l"]] * len(sizes))
+    db.run("CREATE TEMP TABLE _pganon_bl ON COMMIT DROP AS SELECT (o - 1)::int AS bucket, l "
+           "FROM unnest($1::text::int4[]) WITH ORDINALITY AS x(l, o)", [pg_array(np.asarray(bucket_l))], ["text"])
+    db.run(f"ANALYZE {BUCKET_L}")
     try:
         return bucketize.plan(sizes, values, levels, ds.level_l, p["variant"], mslf=p["mslf"],
                               baseline_l=p["baseline_l"], tie=p["tie"], seed=p["seed"])
@@ -219,16 +229,46 @@ def qi_sort_order(db, p):
     return cat + [q for q in p["qis"] if q["kind"] != "categorical"]
 
 
-def assign(db, ds, p, the_plan, rel):
-    """Turn the plan's runs into (key, group_id) rows, set-based.
+def assign(db, ds, p, the_plan, rel, sizes):
+    """Turn the plan's runs into (key, group_id, bucket) rows, set-based.
 
     Default (spec A7): a bucket's records go out in key order (FIFO), so the k-th record of a
     bucket fills the k-th slot the plan took from it. With qi_order (an extension, not in the
-    paper) records are ranked by their QIs inside each bucket and matched to the bucket's slots
-    ordered by a per-group position t: first t = group id, then t = the mean QI quantile of the
-    group's records, re-matched QI_ORDER_PASSES times, so records of similar QI quantile in every
-    bucket meet in the same group. The plan (which buckets feed which group) never changes.
+    paper) records are ranked by their QIs inside each bucket instead (see `_assign_qi_order`).
     """
+    if p["qi_order"]:
+        _assign_qi_order(db, ds, p, the_plan, rel)
+    else:
+        _assign_fifo(db, ds, the_plan, rel, sizes)
+    db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({db.ident(ds.key)})")
+    db.run(f"ANALYZE {rel['map']}")
+
+
+def _assign_fifo(db, ds, the_plan, rel, sizes):
+    """One statement, no row-sized work table: the runs are laid out on one global axis (bucket
+    offset + rank inside the bucket), so the run holding a record is a binary search
+    (`width_bucket`) over the runs' sorted global starts; records past a bucket's last run are
+    the suppressed ones."""
+    rb, rs, rg, rc = run_columns(the_plan)
+    offsets = np.cumsum(np.asarray(sizes, dtype=np.int64)) - np.asarray(sizes, dtype=np.int64)
+    start = offsets[rb] + rs
+    order = np.argsort(start, kind="stable")
+    db.run(f"CREATE TABLE {rel['map']} AS "
+           "WITH r AS MATERIALIZED (SELECT $1::text::int4[] AS s, $2::text::int4[] AS g, $3::text::int4[] AS c) "
+           f"SELECT u.k AS {db.ident(ds.key)}, (r.g[w.i] + (b.off + u.o - 1 - r.s[w.i]))::int AS group_id, b.bucket "
+           "FROM r, (SELECT _pganon_bucket AS bucket, _pganon_keys AS keys, "
+           f"        (sum(_pganon_size) OVER (ORDER BY _pganon_bucket) - _pganon_size)::int AS off FROM {BUCKET}) b, "
+           "LATERAL unnest(b.keys) WITH ORDINALITY AS u(k, o), "
+           "LATERAL (SELECT width_bucket((b.off + u.o - 1)::int, r.s)) AS w(i) "
+           "WHERE w.i > 0 AND b.off + u.o - 1 < r.s[w.i] + r.c[w.i]",
+           [pg_array(start[order]), pg_array(rg[order]), pg_array(rc[order])], ["text", "text", "text"])
+
+
+def _assign_qi_order(db, ds, p, the_plan, rel):
+    """Records ranked by their QIs inside each bucket and matched to the bucket's slots ordered
+    by a per-group position t: first t = group id, then t = the mean QI quantile of the group's
+    records, re-matched QI_ORDER_PASSES times, so records of similar QI quantile in every bucket
+    meet in the same group. The plan (which buckets feed which group) never changes."""
     I = db.ident
     db.run(f"CREATE TEMP TABLE _pganon_row ON COMMIT DROP AS SELECT u.k, b._pganon_bucket AS bucket, "
            f"(u.o - 1)::int AS rank, b._pganon_size AS nb "
@@ -239,45 +279,43 @@ def assign(db, ds, p, the_plan, rel):
            "FROM unnest($1::text::int4[], $2::text::int4[], $3::text::int4[], $4::text::int4[]) AS u(b, s, g, c) "
            "CROSS JOIN LATERAL generate_series(0, u.c - 1) AS i",
            [pg_array(rb), pg_array(rs), pg_array(rg), pg_array(rc)], ["text", "text", "text", "text"])
-    slots = "pg_temp._pganon_slot"
-    if p["qi_order"]:
-        db.run("CREATE TEMP TABLE _pganon_t ON COMMIT DROP AS "
-               "SELECT DISTINCT group_id, group_id::float8 AS t FROM pg_temp._pganon_slot")
-        for i in range(QI_ORDER_PASSES):
-            db.run("DROP TABLE IF EXISTS pg_temp._pganon_slot2")
-            db.run("CREATE TEMP TABLE _pganon_slot2 ON COMMIT DROP AS SELECT s.bucket, s.group_id, "
-                   "(row_number() OVER (PARTITION BY s.bucket ORDER BY t.t, s.group_id) - 1)::int AS rank "
-                   "FROM pg_temp._pganon_slot s JOIN pg_temp._pganon_t t USING (group_id)")
-            slots = "pg_temp._pganon_slot2"
-            if i + 1 < QI_ORDER_PASSES:
-                db.run("TRUNCATE pg_temp._pganon_t")
-                db.run(f"INSERT INTO pg_temp._pganon_t SELECT s.group_id, avg((r.rank + 0.5) / r.nb) "
-                       f"FROM {slots} s JOIN {ROW} r USING (bucket, rank) GROUP BY s.group_id")
+    db.run("CREATE TEMP TABLE _pganon_t ON COMMIT DROP AS "
+           "SELECT DISTINCT group_id, group_id::float8 AS t FROM pg_temp._pganon_slot")
+    for i in range(QI_ORDER_PASSES):
+        db.run("DROP TABLE IF EXISTS pg_temp._pganon_slot2")
+        db.run("CREATE TEMP TABLE _pganon_slot2 ON COMMIT DROP AS SELECT s.bucket, s.group_id, "
+               "(row_number() OVER (PARTITION BY s.bucket ORDER BY t.t, s.group_id) - 1)::int AS rank "
+               "FROM pg_temp._pganon_slot s JOIN pg_temp._pganon_t t USING (group_id)")
+        if i + 1 < QI_ORDER_PASSES:
+            db.run("TRUNCATE pg_temp._pganon_t")
+            db.run(f"INSERT INTO pg_temp._pganon_t SELECT s.group_id, avg((r.rank + 0.5) / r.nb) "
+                   f"FROM pg_temp._pganon_slot2 s JOIN {ROW} r USING (bucket, rank) GROUP BY s.group_id")
     db.run(f"CREATE TABLE {rel['map']} AS SELECT r.k AS {I(ds.key)}, s.group_id, s.bucket "
-           f"FROM {slots} s JOIN {ROW} r USING (bucket, rank)")
-    db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({I(ds.key)})")
+           f"FROM pg_temp._pganon_slot2 s JOIN {ROW} r USING (bucket, rank)")
 
 
 GROUPS = "pg_temp._pganon_ggen"
 
 
 def materialize(db, ds, p, rel):
-    """GT, ST and the level table. A per-group QI summary (min/max, distinct counts, value sets)
-    is computed once; it feeds the generalized GT and the NCP metric."""
+    """GT, ST and the level table, plus a per-group QI summary (min/max, distinct counts, value
+    sets) that feeds the generalized GT and the NCP metric. The exact GT is built first and
+    summarized (one join of map and snapshot instead of two)."""
     I = db.ident
     qis, sas = p["qis"], p["sas"]
     aggs = []
     for i, q in enumerate(qis):
         c = I(q["column"])
         if q["kind"] in ("numeric", "date"):
-            aggs += [f"min(s.{c}) AS q{i}_min", f"max(s.{c}) AS q{i}_max"]
+            aggs += [f"min({c}) AS q{i}_min", f"max({c}) AS q{i}_max"]
         else:
-            aggs.append(f"count(DISTINCT s.{c}) AS q{i}_n")
+            aggs.append(f"count(DISTINCT {c}) AS q{i}_n")
             if p["generalize"]:
-                aggs.append(f"array_agg(DISTINCT s.{c}::text ORDER BY s.{c}::text) AS q{i}_set")
-    db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS SELECT m.group_id, count(*) AS n, {', '.join(aggs)} "
-           f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) GROUP BY m.group_id")
+                aggs.append(f"array_agg(DISTINCT {c}::text ORDER BY {c}::text) AS q{i}_set")
+    summary = f"SELECT group_id, count(*) AS n, {', '.join(aggs)} FROM {{}} GROUP BY group_id"
     if p["generalize"]:
+        db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(
+            f"(SELECT m.group_id, s.* FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)})) x"))
         outs = []
         for i, q in enumerate(qis):
             if q["kind"] in ("numeric", "date"):
@@ -292,6 +330,9 @@ def materialize(db, ds, p, rel):
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join('s.' + I(q['column']) for q in qis)} "
                f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
                f"ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}")
+        db.run(f"ANALYZE {rel['gt']}")
+        db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(rel["gt"]))
+    db.run(f"ANALYZE {GROUPS}")
     # Rows within a group ordered by count, then by the SA vector's rank in value order (computed
     # on the small bucket table, so the big sort compares integers, not text).
     sa_sel = ", ".join("b." + I(c) for c in sas)
@@ -305,7 +346,7 @@ def materialize(db, ds, p, rel):
     db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.column_name::text AS sa, s.value, s.level, l.l "
            f"FROM pganon.security_level s JOIN pganon.level_l l USING (dataset_id, level) "
            f"WHERE s.dataset_id = $1 AND s.column_name::text = ANY($2)", [ds.id, sas], ["int4", "text[]"])
-    for suffix in ("gt", "st", "levels", "map"):
+    for suffix in ("st", "levels") if not p["generalize"] else ("gt", "st", "levels"):
         db.run(f"ANALYZE {rel[suffix]}")
 
 
@@ -323,23 +364,15 @@ def layout(ds, p, rel):
 
 
 def measure(db, ds, p, rel, lay, source_rows):
-    """AIL (Def 14, l of each group from its final contents), SR (Def 15), NCP% (004 §4.1)."""
-    I = db.ident
-    if p["mslf"]:
-        per_sa = " UNION ALL ".join(
-            f"SELECT st.group_id, lv.l FROM {rel['st']} st JOIN {rel['levels']} lv "
-            f"ON lv.sa = {db.literal(sa)} AND lv.value = st.{I(sa)}::text" for sa in p["sas"])
-        group_l = f"SELECT group_id, max(l) AS lg FROM ({per_sa}) x GROUP BY group_id"
-    else:
-        group_l = f"SELECT DISTINCT group_id, {int(p['baseline_l'])} AS lg FROM {rel['st']}"
-    r = db.one(f"WITH sz AS (SELECT group_id, sum(count) AS n FROM {rel['st']} GROUP BY group_id), "
-               f"gl AS ({group_l}) "
-               f"SELECT count(*) AS groups, coalesce(sum(sz.n), 0) AS published, sum(sz.n - gl.lg) AS extra, "
-               f"sum(gl.lg) AS base, min(sz.n) AS min_size, max(sz.n) AS max_size "
-               f"FROM sz JOIN gl USING (group_id)")
+    """AIL (Def 14, l of each group from its final contents), SR (Def 15), NCP% (004 §4.1),
+    all from the per-group summary of `materialize`."""
+    r = db.one(f"SELECT count(*) AS groups, coalesce(sum(n), 0) AS published, sum(n - l) AS extra, "
+               f"sum(l) AS base, min(n) AS min_size, max(n) AS max_size "
+               f"FROM (SELECT m.group_id, count(*) AS n, max(b.l) AS l FROM {rel['map']} m "
+               f"      JOIN {BUCKET_L} b USING (bucket) GROUP BY m.group_id) g")
     published = int(r["published"])
     ail = float(r["extra"]) / float(r["base"]) if r["groups"] else 0.0
-    metrics = {
+    return {
         "groups": int(r["groups"]), "published_rows": published,
         "suppressed_rows": source_rows - published,
         "ail": ail, "sr": (source_rows - published) / source_rows,
@@ -347,7 +380,6 @@ def measure(db, ds, p, rel, lay, source_rows):
         "d": len(p["sas"]), "buckets": p["buckets"],
         "ncp_percent": ncp_percent(db, ds, p, rel),
     }
-    return metrics
 
 
 def ncp_percent(db, ds, p, rel):
@@ -361,7 +393,7 @@ def ncp_percent(db, ds, p, rel):
             dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
             terms.append(f"CASE WHEN d.d{i} > 0 THEN (g.q{i}_max - g.q{i}_min)::float8 / d.d{i} ELSE 0 END")
         else:
-            dom.append(f"count(DISTINCT {c})::float8 AS d{i}")
+            dom.append(f"(SELECT count(*) FROM (SELECT DISTINCT {c} FROM {SNAP}) x)::float8 AS d{i}")
             terms.append(f"CASE WHEN g.q{i}_n > 1 THEN g.q{i}_n / d.d{i} ELSE 0 END")
     r = db.one(f"WITH d AS (SELECT {', '.join(dom)} FROM {SNAP}) "
                f"SELECT sum(g.n * ({' + '.join(terms)})) AS total, sum(g.n) AS n FROM {GROUPS} g CROSS JOIN d")

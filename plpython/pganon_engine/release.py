@@ -39,7 +39,7 @@ def publish(db, dataset, method, params):
     p["baseline_l"] = family.baseline_l(p, ds, levels)
     p["buckets"] = len(sizes)
     the_plan = phases.run("plan", family.plan, db, ds, p, sizes, values, levels)
-    phases.run("assign", family.assign, db, ds, p, the_plan, rel)
+    phases.run("assign", family.assign, db, ds, p, the_plan, rel, sizes)
     phases.run("materialize", family.materialize, db, ds, p, rel)
     lay = family.layout(ds, p, rel)
 

@@ -106,6 +106,18 @@ TAMPER = [  # (statement on release rid, the check that must fail)
     ("DELETE FROM pganon_data.r{rid}_map WHERE rid = 1", "partition"),
     ("UPDATE pganon_data.r{rid}_st SET count = 2 WHERE group_id = 3 AND disease = 'Flu'", "gt_st_agree"),
     ("ALTER TABLE pganon_data.r{rid}_gt ADD COLUMN name text", "no_identifiers"),
+    # a right row in the wrong group: sizes unchanged, only the (group, values) pairs differ
+    ("UPDATE pganon_data.r{rid}_gt g SET group_id = 1 - g.group_id FROM (SELECT DISTINCT ON (group_id) ctid "
+     "FROM pganon_data.r{rid}_gt WHERE group_id IN (0, 1) ORDER BY group_id, age) x WHERE g.ctid = x.ctid",
+     "gt_matches_source"),
+    ("UPDATE pganon_data.r{rid}_st s SET group_id = 1 - s.group_id FROM (SELECT DISTINCT ON (group_id) ctid "
+     "FROM pganon_data.r{rid}_st WHERE group_id IN (0, 1) AND count = 1 ORDER BY group_id, disease) x "
+     "WHERE s.ctid = x.ctid", "st_matches_source"),
+    # a row that counts nothing changes no sum; it is malformed all the same
+    ("INSERT INTO pganon_data.r{rid}_st SELECT group_id, disease, physician, 0 FROM pganon_data.r{rid}_st LIMIT 1",
+     "st_matches_source"),
+    ("ALTER TABLE pganon_data.r{rid}_map DROP CONSTRAINT r{rid}_map_pkey; "
+     "INSERT INTO pganon_data.r{rid}_map SELECT * FROM pganon_data.r{rid}_map LIMIT 1", "partition"),
 ]
 
 
