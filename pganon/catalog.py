@@ -13,7 +13,8 @@ import yaml
 
 from .errors import PganonError, from_db_error
 
-TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l"}
+TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l",
+            "dependencies", "external_factor", "delta", "zeta"}
 ATTR_KEYS = {"column", "role", "kind"}
 
 
@@ -47,6 +48,22 @@ def set_security_level(conn, dataset: str, column: str, value: str, level: int) 
 
 def set_level_l(conn, dataset: str, level: int, l: int) -> None:
     _call(conn, "SELECT pganon.set_level_l(%s, %s, %s)", (dataset, level, l))
+
+
+def set_dependency(conn, dataset: str, column: str, identified_by: list[str]) -> None:
+    _call(conn, "SELECT pganon.set_dependency(%s, %s, %s::text[])", (dataset, column, list(identified_by)))
+
+
+def set_external_factor(conn, dataset: str, column: str, chi: float | None) -> None:
+    _call(conn, "SELECT pganon.set_external_factor(%s, %s, %s)", (dataset, column, chi))
+
+
+def set_delta(conn, dataset: str, column: str | None) -> None:
+    _call(conn, "SELECT pganon.set_delta(%s, %s)", (dataset, column))
+
+
+def set_zeta(conn, dataset: str, columns: list[str] | None) -> None:
+    _call(conn, "SELECT pganon.set_zeta(%s, %s::text[])", (dataset, columns))
 
 
 def drop_dataset(conn, dataset: str) -> None:
@@ -102,5 +119,17 @@ def apply(conn: psycopg.Connection, path: str | Path, source: str | None = None)
                 for value in values or []:
                     set_security_level(conn, name, column, str(value), int(level))
                     n_levels += 1
+        _call(conn, "DELETE FROM pganon.sa_linking WHERE dataset_id = pganon._dataset_id(%s)", (name,))
+        deps = spec.get("dependencies") or {}
+        if not isinstance(deps, dict):
+            raise PganonError("dependencies must map a sensitive attribute to the list of SAs that identify it")
+        for column, by in deps.items():
+            set_dependency(conn, name, column, [by] if isinstance(by, str) else list(by or []))
+        for column, chi in (spec.get("external_factor") or {}).items():
+            set_external_factor(conn, name, column, chi)
+        if spec.get("delta"):
+            set_delta(conn, name, spec["delta"])
+        if spec.get("zeta") is not None:
+            set_zeta(conn, name, list(spec["zeta"]))
     return {"dataset": name, "attributes": len(spec.get("attributes") or []), "security_levels": n_levels,
-            "level_l": level_l}
+            "level_l": level_l, "dependencies": len(deps)}

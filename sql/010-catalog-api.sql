@@ -101,6 +101,8 @@ BEGIN
   ON CONFLICT (dataset_id, column_name) DO UPDATE SET role = EXCLUDED.role, kind = EXCLUDED.kind;
   IF role <> 'sensitive' THEN
     DELETE FROM pganon.security_level s WHERE s.dataset_id = did AND s.column_name = set_attribute.column_name;
+    DELETE FROM pganon.sa_dependency s WHERE s.dataset_id = did
+       AND set_attribute.column_name IN (s.column_name, s.identified_by);
   END IF;
 END $$;
 COMMENT ON FUNCTION pganon.set_attribute(text, text, text, text) IS

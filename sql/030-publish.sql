@@ -30,32 +30,73 @@ COMMENT ON FUNCTION pganon.publish(text, text, jsonb) IS
   'msdcf_mslf, mmdcf_mslf. Params: d or sensitive, tie, seed, l (baselines), qi_order, generalize, limit. '
   'Example: SELECT pganon.publish(''adult'', ''mmdcf_mslf'', ''{"d": 3}'');';
 
-CREATE OR REPLACE FUNCTION pganon._expose(dataset text, gt text, st text) RETURNS void
+DROP FUNCTION IF EXISTS pganon._expose(text, text, text);
+CREATE OR REPLACE FUNCTION pganon._expose(dataset text, relations jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
+-- The stable views <dataset>_gt, <dataset>_st and, for releases that have one, <dataset>_st_long
+-- (the ST in long form). A view the release does not have is dropped.
 DECLARE
-  pair text[];
+  suffix text;
   v text;
+  target text;
   deps text;
 BEGIN
-  FOREACH pair SLICE 1 IN ARRAY ARRAY[[dataset || '_gt', gt], [dataset || '_st', st]] LOOP
-    v := pair[1];
+  FOREACH suffix IN ARRAY ARRAY['gt', 'st', 'st_long'] LOOP
+    v := dataset || '_' || suffix;
+    target := relations->>suffix;
+    SELECT string_agg(DISTINCT c.oid::regclass::text, ', ') INTO deps
+      FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class c ON c.oid = r.ev_class
+     WHERE d.refobjid = to_regclass(format('pganon_release.%I', v)) AND c.oid <> d.refobjid;
+    IF target IS NULL THEN
+      IF to_regclass(format('pganon_release.%I', v)) IS NOT NULL THEN
+        IF deps IS NOT NULL THEN
+          RAISE EXCEPTION 'cannot drop view pganon_release.%: % depend on it', v, deps
+            USING ERRCODE = 'PA008', HINT = 'drop or change the dependent objects, then publish again';
+        END IF;
+        EXECUTE format('DROP VIEW pganon_release.%I', v);
+      END IF;
+      CONTINUE;
+    END IF;
     BEGIN
-      EXECUTE format('CREATE OR REPLACE VIEW pganon_release.%I AS SELECT * FROM %s', v, pair[2]::regclass);
+      EXECUTE format('CREATE OR REPLACE VIEW pganon_release.%I AS SELECT * FROM %s', v, target::regclass);
     EXCEPTION WHEN invalid_table_definition OR feature_not_supported OR datatype_mismatch THEN
       -- The new release has other columns: the view must be dropped, unless something uses it.
-      SELECT string_agg(DISTINCT c.oid::regclass::text, ', ') INTO deps
-        FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class c ON c.oid = r.ev_class
-       WHERE d.refobjid = format('pganon_release.%I', v)::regclass AND c.oid <> d.refobjid;
       IF deps IS NOT NULL THEN
         RAISE EXCEPTION 'cannot replace view pganon_release.%: % depend on it', v, deps
           USING ERRCODE = 'PA008', HINT = 'drop or change the dependent objects, then publish again';
       END IF;
       EXECUTE format('DROP VIEW pganon_release.%I', v);
-      EXECUTE format('CREATE VIEW pganon_release.%I AS SELECT * FROM %s', v, pair[2]::regclass);
+      EXECUTE format('CREATE VIEW pganon_release.%I AS SELECT * FROM %s', v, target::regclass);
     END;
     EXECUTE format('COMMENT ON VIEW pganon_release.%I IS %L', v,
-                   format('pganon: newest release of dataset %s (%s)', dataset, pair[2]));
+                   format('pganon: newest release of dataset %s (%s)', dataset, target));
     EXECUTE format('GRANT SELECT ON pganon_release.%I TO pganon_reader', v);
   END LOOP;
 END $$;
+
+CREATE OR REPLACE FUNCTION pganon._audit(release bigint, delta text) RETURNS jsonb
+LANGUAGE plpython3u STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+plpy.execute("SELECT pganon._engine_boot()")
+from pganon_engine import audit, plpy_adapter
+return plpy_adapter.call(plpy, audit.audit_release, release=release, delta=delta)
+$$;
+
+CREATE OR REPLACE FUNCTION pganon.audit(release bigint, delta text DEFAULT NULL) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  msg text; code text; hint text; detail text;
+BEGIN
+  RETURN pganon._audit(release, delta);
+EXCEPTION WHEN SQLSTATE 'PA000' THEN
+  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, code = RETURNED_SQLSTATE, hint = PG_EXCEPTION_HINT,
+                          detail = PG_EXCEPTION_DETAIL;
+  RAISE EXCEPTION USING MESSAGE = regexp_replace(msg, '^plpy\.[A-Za-z]+: ', ''), ERRCODE = code,
+                        HINT = coalesce(hint, ''), DETAIL = coalesce(detail, '');
+END $$;
+COMMENT ON FUNCTION pganon.audit(bigint, text) IS
+  'The fingerprint-correlation attack on a GT/ST release (spec 004 §2.8): linkable bucket pairs via delta, '
+  'singleton intersections, pfcorr/ffcorr breaches, vulnerable records (covered, correct), PriRisk. '
+  'Admin only: reads the source. delta defaults to the release''s own.';

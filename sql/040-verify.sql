@@ -134,6 +134,135 @@ BEGIN
   RETURN NEXT;
 END $$;
 
+CREATE OR REPLACE FUNCTION pganon._verify_linked(lay jsonb, source regclass, source_rows bigint,
+                                                 suppressed_rows bigint, dataset_id int)
+RETURNS TABLE ("check" text, passed boolean, detail text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
+AS $$
+-- GT/ST releases with bucket links ((c,k)-anonymization, (p,k)-angelization; spec 004 §1.4-1.5).
+DECLARE
+  gt regclass := (lay->'relations'->>'gt')::regclass;
+  st regclass := (lay->'relations'->>'st')::regclass;
+  stl regclass := (lay->'relations'->>'st_long')::regclass;
+  map regclass := (lay->'relations'->>'map')::regclass;
+  cats regclass := (lay->'relations'->>'categories')::regclass;
+  keycol text := lay->>'key';
+  delta text := lay->>'delta';
+  zeta text[] := ARRAY(SELECT jsonb_array_elements_text(lay->'zeta'));
+  k int := (lay->>'k')::int;
+  ck boolean := lay->>'model' = 'ck';
+  need int := coalesce((lay->>'c')::int, (lay->>'p')::int);
+  is_strict boolean := lay->>'mode_achieved' = 'strict';
+  qcols text; gcells text := ''; qi jsonb;
+  n bigint; m bigint; bad bigint; bad2 bigint; ex text;
+BEGIN
+  SELECT string_agg(format('%I', x->>'column'), ', ') INTO qcols FROM jsonb_array_elements(lay->'qis') x;
+
+  -- k-anonymity: every published QI vector (the group's ranges and its kept categorical values)
+  -- occurs at least k times, and every group has at least k rows
+  EXECUTE format('SELECT count(*), min(format(''group %%s has a QI vector on %%s rows'', group_id, c))
+                    FROM (SELECT group_id, count(*) AS c FROM %s GROUP BY group_id, %s) x WHERE c < %s',
+                 gt, qcols, k) INTO bad, ex;
+  "check" := 'k_anonymity'; passed := bad = 0;
+  detail := CASE WHEN passed THEN format('every QI vector of the GT occurs at least k = %s times', k)
+                 ELSE format('%s QI vector(s) below k = %s, e.g. %s', bad, k, ex) END;
+  RETURN NEXT;
+
+  -- categories per bucket (c of (c,k), p of (p,k)) and records per delta value per bucket (c_f)
+  EXECUTE format('SELECT count(*) FILTER (WHERE ncat < %1$s OR n < %2$s), min(format(''bucket %%s: %%s categories, %%s records'', bucket_id, ncat, n))
+                    FROM (SELECT m.bucket_id, count(DISTINCT c.category) AS ncat, count(*) AS n
+                            FROM %3$s m JOIN %4$s s USING (%5$I) LEFT JOIN %6$s c ON c.value = s.%7$I::text
+                           GROUP BY m.bucket_id) x',
+                 need, k, map, source, keycol, cats, delta) INTO bad, ex;
+  "check" := CASE WHEN ck THEN 'c_diversity' ELSE 'p_sensitivity' END;
+  passed := bad = 0;
+  detail := CASE WHEN passed THEN format('every bucket holds records of at least %s categories and at least k = %s records', need, k)
+                 ELSE format('%s bucket(s) fall short, e.g. %s', bad, ex) END;
+  RETURN NEXT;
+  IF ck THEN
+    EXECUTE format('SELECT count(*) FROM (SELECT m.bucket_id, s.%1$I FROM %2$s m JOIN %3$s s USING (%4$I)
+                     GROUP BY 1, 2 HAVING count(*) > %5$s) x', delta, map, source, keycol, (lay->>'c_f')::int) INTO bad;
+    -- c_f may be exceeded only where the engine had to and recorded it (relaxed refinement)
+    "check" := 'c_f'; passed := bad = jsonb_array_length(coalesce(lay->'cf_exceeded', '[]'));
+    detail := CASE WHEN bad = 0 THEN format('no bucket holds more than c_f = %s records of one %s value', lay->>'c_f', delta)
+                   ELSE format('%s (bucket, %s value) pair(s) above c_f = %s, as the release records (relaxed)', bad, delta, lay->>'c_f') END;
+    RETURN NEXT;
+
+    -- eq. (4) (strict) or eq. (5) (relaxed) for every pair of buckets that share a delta value:
+    -- no other SA (outside zeta for eq. 5) may have exactly one value in common
+    EXECUTE format('WITH pairs AS (SELECT DISTINCT a.bucket_id AS i, b.bucket_id AS j FROM %1$s a JOIN %1$s b
+                                    ON a.sa = %2$L AND b.sa = %2$L AND a.value = b.value AND a.bucket_id < b.bucket_id),
+                         common AS (SELECT p.i, p.j, a.sa, count(*) AS c FROM pairs p
+                                      JOIN %1$s a ON a.bucket_id = p.i AND a.sa <> %2$L
+                                      JOIN %1$s b ON b.bucket_id = p.j AND b.sa = a.sa AND b.value = a.value
+                                     GROUP BY 1, 2, 3)
+                    SELECT (SELECT count(*) FROM pairs),
+                           count(DISTINCT (i, j)) FILTER (WHERE c = 1 AND (%3$L OR NOT sa = ANY (%4$L::text[]))),
+                           min(format(''buckets %%s and %%s share one %%s value'', i, j, sa)) FILTER (WHERE c = 1 AND (%3$L OR NOT sa = ANY (%4$L::text[])))
+                      FROM common', stl, delta, is_strict, zeta) INTO n, bad, ex;
+    "check" := CASE WHEN is_strict THEN 'fcorr_eq4' ELSE 'fcorr_eq5' END; passed := bad = 0;
+    detail := CASE WHEN passed THEN format('%s linkable bucket pair(s); none shares exactly one value of %s', n,
+                                           CASE WHEN is_strict THEN 'any other SA' ELSE 'an SA outside zeta' END)
+                   ELSE format('%s of %s linkable pair(s) break eq. %s, e.g. %s', bad, n, CASE WHEN is_strict THEN 4 ELSE 5 END, ex) END;
+    RETURN NEXT;
+  END IF;
+
+  -- every source row is published once (these methods suppress nothing)
+  EXECUTE format('SELECT count(*), count(DISTINCT m.%1$I), count(*) - count(s.%1$I) FROM %2$s m LEFT JOIN %3$s s USING (%1$I)',
+                 keycol, map, source) INTO n, m, bad;
+  EXECUTE format('SELECT count(*) FROM %s', gt) INTO bad2;
+  "check" := 'partition'; passed := n = m AND n = bad2 AND n + suppressed_rows = source_rows AND bad = 0;
+  detail := format('%s published + %s suppressed = %s source rows; %s GT rows; %s duplicate and %s unknown keys',
+                   n, suppressed_rows, source_rows, bad2, n - m, bad);
+  RETURN NEXT;
+
+  -- the GT holds, per (group, bucket), as many rows as the map, each group's numeric cells are the
+  -- group's exact [min, max], and kept categorical values are those of the group's records
+  FOR qi IN SELECT * FROM jsonb_array_elements(lay->'qis') LOOP
+    SELECT format_type(a.atttypid, NULL) INTO ex FROM pg_attribute a WHERE a.attrelid = gt AND a.attname = qi->>'column';
+    gcells := gcells || CASE WHEN qi->>'kind' IN ('numeric', 'date')
+      THEN format(' + (SELECT count(*) FROM (SELECT m.group_id, min(s.%1$I) AS lo, max(s.%1$I) AS hi FROM %2$s m JOIN %3$s s USING (%4$I) GROUP BY 1) r
+                        JOIN %5$s g USING (group_id) WHERE g.%1$I IS DISTINCT FROM %6$s(r.lo%7$s, r.hi%7$s, ''[]''))',
+                  qi->>'column', map, source, keycol, gt, ex, CASE WHEN ex = 'numrange' THEN '::numeric' ELSE '' END)
+      ELSE format(' + (SELECT count(*) FROM (SELECT group_id, bucket_id, %1$I AS v, count(*) AS c FROM %2$s WHERE %1$I <> ''*'' GROUP BY 1, 2, 3) g
+                        FULL JOIN (SELECT m.group_id, m.bucket_id, s.%1$I::text AS v, count(*) AS c FROM %3$s m JOIN %4$s s USING (%5$I)
+                                    WHERE m.group_id IN (SELECT group_id FROM %2$s WHERE %1$I <> ''*'') GROUP BY 1, 2, 3) r
+                          USING (group_id, bucket_id, v) WHERE g.c IS DISTINCT FROM r.c)',
+                  qi->>'column', gt, map, source, keycol) END;
+  END LOOP;
+  EXECUTE format('SELECT (SELECT count(*) FROM (SELECT group_id, bucket_id, count(*) AS c FROM %1$s GROUP BY 1, 2) g
+                            FULL JOIN (SELECT group_id, bucket_id, count(*) AS c FROM %2$s GROUP BY 1, 2) r USING (group_id, bucket_id)
+                           WHERE g.c IS DISTINCT FROM r.c)%3$s', gt, map, gcells) INTO bad;
+  "check" := 'gt_matches_source'; passed := bad = 0;
+  detail := CASE WHEN passed THEN 'every GT row is its record''s group generalization and links to its record''s bucket'
+                 ELSE format('%s mismatch(es) between the GT and the source', bad) END;
+  RETURN NEXT;
+
+  -- the ST holds, per bucket and SA, exactly the distinct values of the bucket's records
+  EXECUTE format('SELECT count(*) FROM (SELECT bucket_id, sa, value FROM %1$s) a
+                    FULL JOIN (SELECT DISTINCT m.bucket_id, x.sa, x.value FROM %2$s m JOIN %3$s s USING (%4$I),
+                               LATERAL (VALUES %5$s) AS x(sa, value)) b USING (bucket_id, sa, value)
+                   WHERE a.bucket_id IS NULL OR b.bucket_id IS NULL',
+                 stl, map, source, keycol,
+                 (SELECT string_agg(format('(%L, s.%I::text)', x, x), ', ') FROM jsonb_array_elements_text(lay->'sas') x)) INTO bad;
+  EXECUTE format('SELECT count(*) FROM (SELECT bucket_id, sa, value FROM %1$s) a FULL JOIN (SELECT bucket_id, x.sa, value FROM %2$s,
+                  LATERAL (VALUES %3$s) AS x(sa, vals), unnest(x.vals) AS value) b USING (bucket_id, sa, value)
+                  WHERE a.bucket_id IS NULL OR b.bucket_id IS NULL', stl, st,
+                 (SELECT string_agg(format('(%L, %I::text[])', x, x), ', ') FROM jsonb_array_elements_text(lay->'sas') x)) INTO bad2;
+  "check" := 'st_matches_source'; passed := bad = 0 AND bad2 = 0;
+  detail := CASE WHEN passed THEN 'every bucket of the ST lists exactly the distinct sensitive values of its records'
+                 ELSE format('%s (bucket, SA, value) mismatch(es) with the source, %s between ST and its long form', bad, bad2) END;
+  RETURN NEXT;
+
+  SELECT count(*), string_agg(a.attname, ', ') INTO bad, ex FROM pg_attribute a
+   WHERE a.attrelid IN (gt, st, stl) AND a.attnum > 0 AND NOT a.attisdropped
+     AND (a.attname = keycol OR a.attname IN (SELECT x.column_name FROM pganon.attribute x
+                                               WHERE x.dataset_id = _verify_linked.dataset_id AND x.role = 'identifier'));
+  "check" := 'no_identifiers'; passed := bad = 0;
+  detail := CASE WHEN passed THEN 'GT and ST carry no key or identifier column' ELSE 'published identifier columns: ' || ex END;
+  RETURN NEXT;
+END $$;
+
 CREATE OR REPLACE FUNCTION pganon.verify(release bigint)
 RETURNS TABLE ("check" text, passed boolean, detail text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
@@ -149,6 +278,9 @@ BEGIN
   IF r.layout->>'family' = 'bucketization' THEN
     RETURN QUERY SELECT * FROM pganon._verify_bucketization(r.layout, r.source, r.source_rows,
                                                             r.suppressed_rows, r.dataset_id);
+  ELSIF r.layout->>'family' = 'linked' THEN
+    RETURN QUERY SELECT * FROM pganon._verify_linked(r.layout, r.source, r.source_rows,
+                                                     r.suppressed_rows, r.dataset_id);
   ELSE
     RAISE EXCEPTION 'release % has an unknown layout family %', release, r.layout->>'family' USING ERRCODE = 'PA002';
   END IF;

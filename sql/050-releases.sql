@@ -26,10 +26,10 @@ BEGIN
   UPDATE pganon.release x SET status = 'dropped' WHERE x.id = drop_release.release;
   SELECT max(id) INTO newest FROM pganon.release WHERE dataset_id = r.dataset_id AND status = 'published';
   IF newest IS NULL THEN
-    EXECUTE format('DROP VIEW IF EXISTS pganon_release.%I, pganon_release.%I', r.name || '_gt', r.name || '_st');
+    EXECUTE format('DROP VIEW IF EXISTS pganon_release.%I, pganon_release.%I, pganon_release.%I',
+                   r.name || '_gt', r.name || '_st', r.name || '_st_long');
   ELSIF newest < release THEN
-    PERFORM pganon._expose(r.name, (SELECT layout->'relations'->>'gt' FROM pganon.release WHERE id = newest),
-                                   (SELECT layout->'relations'->>'st' FROM pganon.release WHERE id = newest));
+    PERFORM pganon._expose(r.name, (SELECT layout->'relations' FROM pganon.release WHERE id = newest));
   END IF;
   FOR rel IN SELECT value FROM jsonb_each_text(r.layout->'relations') LOOP
     IF to_regclass(rel) IS NOT NULL THEN

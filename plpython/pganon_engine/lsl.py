@@ -14,6 +14,7 @@ The pipeline steps for this family, each set-based except `plan`:
 import numpy as np
 
 from . import bucketize
+from . import params as P
 from .errors import bad_data, incomplete, invalid
 
 METHODS = {
@@ -28,68 +29,24 @@ SNAP, BUCKET, ROW = "pg_temp._pganon_snap", "pg_temp._pganon_bucket", "pg_temp._
 BUCKET_L = "pg_temp._pganon_bl"   # the l each bucket imposes on its group (A11: max over contents)
 
 
-def _bool(params, name):
-    v = params.get(name, False)
-    if not isinstance(v, bool):
-        raise invalid(f"parameter {name} must be true or false, not {v!r}")
-    return v
-
-
-def _int(params, name, minimum):
-    v = params.get(name)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise invalid(f"parameter {name} must be an integer >= {minimum}, not {v!r}")
-    return v
-
-
 def parse_params(method, params, ds):
     """Validate the publish parameters against the dataset before any work is done."""
-    unknown = sorted(set(params) - PARAMS)
-    if unknown:
-        raise invalid(f"unknown parameter(s) {unknown} for method {method}",
-                      hint=f"parameters of {method}: {sorted(PARAMS)}")
+    P.unknown_params(method, params, PARAMS)
     variant, mslf = METHODS[method]
-    sas = [a["column"] for a in ds.columns("sensitive")]
-    if "sensitive" in params and "d" in params:
-        raise invalid("give either d or sensitive, not both")
-    if "sensitive" in params:
-        chosen = params["sensitive"]
-        if not isinstance(chosen, list) or not chosen or not all(isinstance(c, str) for c in chosen):
-            raise invalid("parameter sensitive must be a non-empty list of column names")
-        bad = [c for c in chosen if c not in sas]
-        if bad:
-            raise invalid(f"{bad} are not sensitive attributes of dataset {ds.name}",
-                          hint=f"its sensitive attributes are {sas}")
-        sas = chosen
-    elif "d" in params:
-        d = _int(params, "d", 1)
-        if d > len(sas):
-            raise invalid(f"d = {d} but dataset {ds.name} declares only {len(sas)} sensitive attributes")
-        sas = sas[:d]
-    tie = params.get("tie", "random" if "seed" in params else "first")
-    if tie not in ("first", "random"):
-        raise invalid(f"parameter tie must be 'first' or 'random', not {tie!r}")
-    seed = _int(params, "seed", 0)
+    sas = P.sensitive_columns(params, ds)
+    tie = P.choice(params, "tie", ("first", "random"), "random" if "seed" in params else "first")
+    seed = P.integer(params, "seed", 0)
     if tie == "random" and seed is None:
         seed = 0
-    qis = ds.columns("quasi")
-    if not qis:
-        raise incomplete(f"dataset {ds.name} has no quasi-identifier",
-                         hint="declare one with pganon.set_attribute(dataset, column, 'quasi', kind)")
-    for q in qis:
-        if q["kind"] is None:
-            raise incomplete(f'quasi-identifier "{q["column"]}" has no kind',
-                             hint="set it with pganon.set_attribute(dataset, column, 'quasi', kind)")
+    qis = P.quasi_columns(ds)
     if not ds.level_l:
         raise incomplete(f"dataset {ds.name} has no l for any security level",
                          hint="set them with pganon.set_level_l(dataset, level, l)")
     return {
         "method": method, "variant": variant, "mslf": mslf, "sas": sas, "qis": qis,
-        "l": _int(params, "l", 1), "tie": tie,
-        "seed": seed, "qi_order": _bool(params, "qi_order"), "generalize": _bool(params, "generalize"),
-        "limit": _int(params, "limit", 1),
+        "l": P.integer(params, "l", 1), "tie": tie,
+        "seed": seed, "qi_order": P.boolean(params, "qi_order"), "generalize": P.boolean(params, "generalize"),
+        "limit": P.integer(params, "limit", 1),
     }
 
 
@@ -350,6 +307,26 @@ def materialize(db, ds, p, rel):
         db.run(f"ANALYZE {rel[suffix]}")
 
 
+def build(db, ds, p, rel, phases):
+    """snapshot -> buckets -> plan -> assign -> materialize; returns (source rows, groups)."""
+    source_rows = phases.run("snapshot", snapshot, db, ds, p)
+    sizes, values, levels = phases.run("buckets", build_buckets, db, ds, p)
+    p["baseline_l"] = baseline_l(p, ds, levels)
+    p["buckets"] = len(sizes)
+    the_plan = phases.run("plan", plan, db, ds, p, sizes, values, levels)
+    phases.run("assign", assign, db, ds, p, the_plan, rel, sizes)
+    phases.run("materialize", materialize, db, ds, p, rel)
+    return source_rows, the_plan.n_groups
+
+
+def recorded_params(params, p):
+    """What the release records: the given parameters plus the defaults that decided it."""
+    recorded = dict(params, tie=p["tie"], seed=p["seed"])
+    if not p["mslf"]:
+        recorded["l"] = p["baseline_l"]
+    return recorded
+
+
 def layout(ds, p, rel):
     return {
         "family": "bucketization",
@@ -359,7 +336,7 @@ def layout(ds, p, rel):
         "qis": [{"column": q["column"], "kind": q["kind"]} for q in p["qis"]],
         "sas": p["sas"],
         "generalized": p["generalize"],
-        "relations": rel,
+        "relations": {k: rel[k] for k in ("gt", "st", "map", "levels")},
     }
 
 

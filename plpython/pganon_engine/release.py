@@ -6,16 +6,19 @@ whole publish, so a release either lands whole and verified or leaves no trace.
 
 import json
 
-from . import __version__, catalog, lsl
+from . import __version__, catalog, linked, lsl
 from .errors import EngineError, invalid
 from .plpy_adapter import Phases
 
-FAMILIES = {name: lsl for name in lsl.METHODS}
+# method -> the family module that runs it. A family provides parse_params(method, params, ds),
+# build(db, ds, p, rel, phases) -> (source rows, groups), layout, recorded_params and measure.
+FAMILIES = {**{name: lsl for name in lsl.METHODS}, **{name: linked for name in linked.METHODS}}
 
 
 def relations(release_id):
     base = f"pganon_data.r{int(release_id)}"
-    return {"gt": f"{base}_gt", "st": f"{base}_st", "map": f"{base}_map", "levels": f"{base}_levels"}
+    return {"gt": f"{base}_gt", "st": f"{base}_st", "map": f"{base}_map", "levels": f"{base}_levels",
+            "st_long": f"{base}_st_long", "categories": f"{base}_categories"}
 
 
 def publish(db, dataset, method, params):
@@ -34,23 +37,14 @@ def publish(db, dataset, method, params):
     rid = db.one("SELECT nextval('pganon.release_id_seq') AS id")["id"]
     rel = relations(rid)
 
-    source_rows = phases.run("snapshot", family.snapshot, db, ds, p)
-    sizes, values, levels = phases.run("buckets", family.build_buckets, db, ds, p)
-    p["baseline_l"] = family.baseline_l(p, ds, levels)
-    p["buckets"] = len(sizes)
-    the_plan = phases.run("plan", family.plan, db, ds, p, sizes, values, levels)
-    phases.run("assign", family.assign, db, ds, p, the_plan, rel, sizes)
-    phases.run("materialize", family.materialize, db, ds, p, rel)
+    source_rows, n_groups = family.build(db, ds, p, rel, phases)
     lay = family.layout(ds, p, rel)
-
-    recorded = dict(params, tie=p["tie"], seed=p["seed"])
-    if not p["mslf"]:
-        recorded["l"] = p["baseline_l"]
+    recorded = family.recorded_params(params, p)
     published = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
     db.run("INSERT INTO pganon.release (id, dataset_id, method, params, engine_version, layout, source_rows, "
            "published_rows, suppressed_rows, groups) VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7, $8, $9, $10)",
            [rid, ds.id, method, json.dumps(recorded), __version__, json.dumps(lay), source_rows, published,
-            source_rows - published, the_plan.n_groups],
+            source_rows - published, n_groups],
            ["int8", "int4", "text", "text", "text", "text", "int8", "int8", "int8", "int8"])
 
     failed = phases.run("verify", db.rows,
@@ -61,12 +55,12 @@ def publish(db, dataset, method, params):
                           "PA006", hint="this is a bug in pganon; please report it with the parameters")
 
     metrics = phases.run("measure", family.measure, db, ds, p, rel, lay, source_rows)
-    phases.run("expose", expose, db, ds, rel)
+    phases.run("expose", expose, db, ds, lay)
     db.run("UPDATE pganon.release SET metrics = $2::jsonb, phase_seconds = $3::jsonb WHERE id = $1",
            [rid, json.dumps(metrics), json.dumps(phases.seconds)], ["int8", "text", "text"])
     return rid
 
 
-def expose(db, ds, rel):
+def expose(db, ds, lay):
     """Point the stable views at this release's relations, refusing if other objects depend on them."""
-    db.run("SELECT pganon._expose($1, $2, $3)", [ds.name, rel["gt"], rel["st"]], ["text", "text", "text"])
+    db.run("SELECT pganon._expose($1, $2::jsonb)", [ds.name, json.dumps(lay["relations"])], ["text", "text"])

@@ -1,0 +1,224 @@
+"""GT/ST releases with bucket links of Khan et al. (spec 004): (c,k)-anonymization (one QI class
+links to several fingerprint buckets) and the (p,k)-angelization baseline (one class = one batch).
+
+The pipeline steps for this family:
+  snapshot     as for bucketization (`lsl.snapshot`): one copy, NULL and key checks
+  plan         `ck.ck_plan` / `ck.pk_plan` on the snapshot's rows: CreateFB and its refinement
+               depend on record order and on each bucket's value sets, so this planner reads one
+               row per record (the spec's algorithm demands it; docs/scaling.md says so)
+  assign       (key, group_id, bucket_id) rows from three arrays, set-based
+  materialize  GT: one row per record with the group's numeric ranges, categorical QIs kept
+               where the group stays k-anonymous on them or '*' (A13 of `ck`), and the row's
+               bucket id; ST: one row per bucket with the sorted set of each SA's values; the
+               ST in long form (bucket_id, sa, value); the category table of delta values
+  measure      NCP% (spec 004 §4.1), the fcorr audit summary (`audit.run`), plan facts
+"""
+
+import json
+
+from . import audit, ck, ck_categories
+from . import lsl
+from . import params as P
+from .errors import invalid
+
+METHODS = {"ck_anonymization": "ck", "pk_angelization": "pk"}
+COMMON = {"d", "sensitive", "seed", "limit"}
+PARAMS = {"ck": COMMON | {"k", "c", "c_f", "mode"}, "pk": COMMON | {"k", "p"}}
+SNAP = lsl.SNAP
+
+
+def linking(db, ds, sas):
+    """Weights, delta and zeta of the chosen SAs from the catalog (spec 004 §1.3)."""
+    deps = {}
+    for r in db.rows("SELECT column_name::text AS c, identified_by::text AS b FROM pganon.sa_dependency "
+                     "WHERE dataset_id = $1 ORDER BY 1, 2", [ds.id], ["int4"]):
+        if r["c"] in sas and r["b"] in sas:
+            deps.setdefault(r["c"], []).append(r["b"])
+    row = db.one("SELECT delta::text AS delta, zeta::text[] AS zeta, chi::text AS chi FROM pganon.sa_linking "
+                 "WHERE dataset_id = $1", [ds.id], ["int4"]) or {}
+    chi = {s: x for s, x in json.loads(row.get("chi") or "{}").items() if s in sas} or None
+    delta, zeta = row.get("delta"), row.get("zeta")
+    if delta is not None and delta not in sas:
+        raise invalid(f'the declared delta "{delta}" is not among the sensitive attributes of this release {sas}',
+                      hint="publish with it (parameter sensitive or d), or change it with pganon.set_delta")
+    if zeta is not None:
+        zeta = [z for z in zeta if z in sas and z != delta]
+    try:
+        return ck_categories.weights(sas, deps, chi=chi, delta=delta, zeta=zeta)
+    except ValueError as exc:
+        raise invalid(str(exc), hint="declare the dependencies with pganon.set_dependency(dataset, column, "
+                      "identified_by), or break the tie with pganon.set_delta / pganon.set_external_factor")
+
+
+def parse_params(method, params, ds):
+    kind = METHODS[method]
+    P.unknown_params(method, params, PARAMS[kind])
+    sas = P.sensitive_columns(params, ds)
+    if len(sas) < 2:
+        raise invalid(f"{method} needs at least two sensitive attributes, not {sas}",
+                      hint="give d >= 2 or a longer sensitive list")
+    k = P.integer(params, "k", 2)
+    if k is None:
+        raise invalid(f"{method} needs the parameter k (an integer >= 2)")
+    p = {"method": method, "kind": kind, "sas": sas, "qis": P.quasi_columns(ds), "k": k,
+         "seed": P.integer(params, "seed", 0), "limit": P.integer(params, "limit", 1)}
+    if kind == "ck":
+        p.update(c=P.integer(params, "c", 1, default=2), c_f=P.integer(params, "c_f", 1, default=2),
+                 mode=P.choice(params, "mode", ("strict", "relax"), "strict"))
+    else:
+        p["p"] = P.integer(params, "p", 1, default=2)
+    return p
+
+
+def build(db, ds, p, rel, phases):
+    """linking -> snapshot -> plan -> assign -> materialize; returns (source rows, groups)."""
+    p["weights"] = linking(db, ds, p["sas"])
+    source_rows = phases.run("snapshot", lsl.snapshot, db, ds, p)
+    the_plan, keys = phases.run("plan", plan, db, ds, p)
+    phases.run("assign", assign, db, ds, the_plan, keys, rel)
+    phases.run("materialize", materialize, db, ds, p, the_plan, rel)
+    return source_rows, the_plan.n_groups if p["kind"] == "ck" else the_plan.n_batches
+
+
+def _kinds(p):
+    return ["numeric" if q["kind"] in ("numeric", "date") else "categorical" for q in p["qis"]]
+
+
+def plan(db, ds, p):
+    """Rows in key order (the paper's T order) -> buckets and QI groups per record."""
+    I = db.ident
+    qis, sas = [q["column"] for q in p["qis"]], p["sas"]
+    rows = db.rows(f"SELECT {I(ds.key)}::text AS _k, {', '.join(map(I, qis + sas))} FROM {SNAP} "
+                   f"ORDER BY {I(ds.key)}")
+    keys = [r["_k"] for r in rows]
+    records = [(i, tuple(r[q] for q in qis), tuple(r[s] for s in sas)) for i, r in enumerate(rows)]
+    try:
+        if p["kind"] == "ck":
+            out = ck.ck_plan(records, qis, sas, p["k"], p["c"], p["c_f"], p["weights"], p["mode"],
+                             kinds=_kinds(p), seed=p["seed"])
+        else:
+            out = ck.pk_plan(records, qis, sas, p["p"], p["k"], p["weights"], kinds=_kinds(p), seed=p["seed"])
+        gen = ck.generalize([r[1] for r in records], out.group, p["k"], kinds=_kinds(p),
+                            categorical="keep" if p["kind"] == "ck" else "suppress")
+    except ValueError as exc:
+        raise invalid(str(exc))
+    p["generalized"] = gen
+    if p["kind"] == "ck":
+        p["plan_facts"] = {
+            "mode_achieved": out.mode_achieved, "fallback": out.fallback, "fallback_reason": out.fallback_reason,
+            "cf_exceeded": [[b, str(v), n] for b, v, n in out.cf_exceeded],
+            "categories": len(out.categories), "buckets": out.n_buckets}
+    return out, keys
+
+
+def assign(db, ds, the_plan, keys, rel):
+    buckets = the_plan.fb if hasattr(the_plan, "fb") else the_plan.batch
+    db.run(f"CREATE TABLE {rel['map']} AS SELECT s.{db.ident(ds.key)}, u.g AS group_id, u.b AS bucket_id "
+           f"FROM unnest($1::text[], $2::int4[], $3::int4[]) AS u(k, g, b) "
+           f"JOIN {SNAP} s ON s.{db.ident(ds.key)}::text = u.k",
+           [keys, list(the_plan.group), list(buckets)], ["text[]", "int4[]", "int4[]"])
+    db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({db.ident(ds.key)})")
+    db.run(f"ANALYZE {rel['map']}")
+
+
+def materialize(db, ds, p, the_plan, rel):
+    """GT, ST, ST in long form, and the category table of delta values."""
+    I = db.ident
+    qis, sas, key = p["qis"], p["sas"], I(ds.key)
+    gen = p["generalized"]
+    cat_idx = [i for i, q in enumerate(qis) if q["kind"] not in ("numeric", "date")]
+    gids = sorted(gen.groups)
+    # which categorical QIs each group publishes as '*' (A13): one flag array per such QI
+    flags = [[gen.groups[g].cells[i] == "*" for g in gids] for i in cat_idx]
+    db.run("CREATE TEMP TABLE _pganon_gflags ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
+           + "".join(f", ${j + 2}::bool[]" for j in range(len(cat_idx)))
+           + ") AS u(group_id" + "".join(f", star{i}" for i in cat_idx) + ")",
+           [gids] + flags, ["int4[]"] + ["bool[]"] * len(cat_idx))
+    aggs, cells = [], []
+    for i, q in enumerate(qis):
+        c = I(q["column"])
+        if q["kind"] in ("numeric", "date"):
+            aggs.append(f"min(s.{c}) AS lo{i}, max(s.{c}) AS hi{i}")
+            rng = lsl.NUMERIC_RANGES.get(q["type"], "numrange")
+            cast = "::numeric" if rng == "numrange" else ""
+            cells.append(f"{rng}(r.lo{i}{cast}, r.hi{i}{cast}, '[]') AS {c}")
+        else:
+            cells.append(f"CASE WHEN f.star{i} THEN '*' ELSE s.{c}::text END AS {c}")
+    db.run(f"CREATE TEMP TABLE _pganon_granges ON COMMIT DROP AS SELECT m.group_id, {', '.join(aggs) or '1 AS one'} "
+           f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.group_id")
+    qcols = ", ".join(I(q["column"]) for q in qis)
+    db.run(f"CREATE TABLE {rel['gt']} AS SELECT * FROM (SELECT m.group_id, {', '.join(cells)}, m.bucket_id "
+           f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) JOIN pg_temp._pganon_granges r USING (group_id) "
+           f"JOIN pg_temp._pganon_gflags f USING (group_id)) x ORDER BY group_id, bucket_id, {qcols}")
+    sets = ", ".join(f"array_agg(DISTINCT s.{I(a)} ORDER BY s.{I(a)}) AS {I(a)}" for a in sas)
+    db.run(f"CREATE TABLE {rel['st']} AS SELECT m.bucket_id, {sets} FROM {rel['map']} m "
+           f"JOIN {SNAP} s USING ({key}) GROUP BY m.bucket_id ORDER BY m.bucket_id")
+    long = " UNION ALL ".join(f"SELECT bucket_id, {db.literal(a)}::text AS sa, v::text AS value "
+                              f"FROM {rel['st']}, unnest({I(a)}) AS v" for a in sas)
+    db.run(f"CREATE TABLE {rel['st_long']} AS SELECT * FROM ({long}) x ORDER BY bucket_id, sa, value")
+    cats = the_plan.categories.categories
+    db.run(f"CREATE TABLE {rel['categories']} AS SELECT u.value, u.category FROM unnest($1::text[], $2::int4[]) "
+           f"AS u(value, category) ORDER BY category, value",
+           [[str(v) for c in cats for v in c.values], [c.id for c in cats for _ in c.values]], ["text[]", "int4[]"])
+    for suffix in ("gt", "st", "st_long", "categories"):
+        db.run(f"ANALYZE {rel[suffix]}")
+
+
+def recorded_params(params, p):
+    out = dict(params, k=p["k"], seed=p["seed"])
+    if p["kind"] == "ck":
+        out.update(c=p["c"], c_f=p["c_f"], mode=p["mode"])
+    else:
+        out["p"] = p["p"]
+    return out
+
+
+def layout(ds, p, rel):
+    w = p["weights"]
+    lay = {
+        "family": "linked",
+        "model": p["kind"],
+        "key": ds.key,
+        "qis": [{"column": q["column"], "kind": q["kind"]} for q in p["qis"]],
+        "sas": p["sas"],
+        "k": p["k"],
+        "delta": w.delta, "zeta": list(w.zeta), "weights": w.weights,
+        "generalized": True,
+        "gt_group": "group_id", "gt_bucket": "bucket_id",
+        "relations": {k: rel[k] for k in ("gt", "st", "map", "st_long", "categories")},
+    }
+    if p["kind"] == "ck":
+        lay.update(c=p["c"], c_f=p["c_f"], mode=p["mode"], **p["plan_facts"])
+    else:
+        lay["p"] = p["p"]
+    return lay
+
+
+def measure(db, ds, p, rel, lay, source_rows):
+    """NCP% of the GT (spec 004 §4.1) and the fcorr audit summary of the release."""
+    I = db.ident
+    terms, dom = [], []
+    for i, q in enumerate(p["qis"]):
+        c = I(q["column"])
+        if q["kind"] in ("numeric", "date"):
+            dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
+            width = (f"(upper(g.{c}) - lower(g.{c}) - 1)" if q["kind"] == "date" or
+                     lsl.NUMERIC_RANGES.get(q["type"], "numrange") != "numrange"
+                     else f"(upper(g.{c}) - lower(g.{c}))")
+            terms.append(f"CASE WHEN d.d{i} > 0 THEN {width}::float8 / d.d{i} ELSE 0 END")
+        else:
+            terms.append(f"CASE WHEN g.{c} = '*' THEN 1 ELSE 0 END")
+    r = db.one(f"WITH d AS (SELECT {', '.join(dom) or '1 AS one'} FROM {SNAP}) "
+               f"SELECT sum({' + '.join(terms)}) AS total, count(*) AS n FROM {rel['gt']} g CROSS JOIN d")
+    n = int(r["n"])
+    ncp = 100.0 * float(r["total"] or 0) / (n * len(p["qis"])) if n else 0.0
+    groups = db.one(f"SELECT count(DISTINCT group_id) AS g, count(DISTINCT bucket_id) AS b, "
+                    f"min(c) AS min_size FROM (SELECT group_id, bucket_id, count(*) OVER (PARTITION BY group_id) AS c "
+                    f"FROM {rel['gt']}) x")
+    metrics = {
+        "groups": int(groups["g"]), "buckets": int(groups["b"]), "min_group_size": groups["min_size"],
+        "published_rows": n, "suppressed_rows": source_rows - n,
+        "ncp_percent": ncp, "d": len(p["sas"]), "delta": lay["delta"],
+        "audit": audit.run(db, lay, ds.source)["summary"],
+    }
+    return metrics

@@ -1,0 +1,152 @@
+"""(c,k)-anonymization and (p,k)-angelization in the database (spec 004): the paper's fixture,
+verification, the audit, tampering, bad input, and random tables (hypothesis)."""
+
+import json
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import bucket_members, checks, create_ck_table1, publish
+
+
+@pytest.fixture
+def ckt(conn, name):
+    create_ck_table1(conn, name)
+    return name
+
+
+def _release_count(conn):
+    return conn.execute("SELECT count(*) FROM pganon.release").fetchone()[0]
+
+
+def _data_tables(conn):
+    return conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'pganon_data'").fetchone()[0]
+
+
+def test_table11_weights_and_delta_from_the_catalog(conn, ckt):
+    rows = dict(conn.execute("SELECT column_name, weight FROM pganon.sa_dependencies WHERE dataset = %s",
+                             (ckt,)).fetchall())
+    assert rows == {"physician": 3, "cancer_type": 3, "cancer_treatment": 1, "diagnosis_method": 1,
+                    "symptom": 0, "diagnosis_date": 0}
+    rid = publish(conn, ckt, "ck_anonymization", k=2, c=2, c_f=2)
+    lay = conn.execute("SELECT layout FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    assert lay["delta"] == "physician"                       # chi breaks the tie with cancer_type
+    assert sorted(lay["zeta"]) == ["diagnosis_date", "symptom"]
+
+
+def test_ck_on_table1_gives_the_papers_fingerprint_buckets_and_verifies(conn, ckt):
+    rid = publish(conn, ckt, "ck_anonymization", k=2, c=2, c_f=2, mode="strict")
+    assert bucket_members(conn, rid) == [{"p1", "p2", "p8", "p9"}, {"p3", "p6"}, {"p4", "p5", "p7"}]
+    result = checks(conn, rid)
+    assert all(p for p, _ in result.values()), result
+    assert {"k_anonymity", "c_diversity", "c_f", "fcorr_eq4", "partition", "gt_matches_source",
+            "st_matches_source", "no_identifiers"} <= set(result)
+    st = {r[0]: r[1:] for r in conn.execute(
+        f"SELECT bucket_id, physician, cancer_type FROM pganon_release.{ckt}_st ORDER BY 1")}
+    assert st[2] == (["Daisy", "Tom"], ["Colon", "Liver"])    # Table 6, FB2
+    long = conn.execute(f"SELECT count(*) FROM pganon_release.{ckt}_st_long WHERE bucket_id = 1 AND sa = 'physician'").fetchone()[0]
+    assert long == 2
+    audit = conn.execute("SELECT pganon.audit(%s)", (rid,)).fetchone()[0]["summary"]
+    assert audit["n_linkable_pairs"] == 1 and audit["n_breaches"] == 0 and audit["n_vulnerable_correct"] == 0
+    m = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    assert m["audit"]["n_linkable_pairs"] == 1 and 0 < m["ncp_percent"] < 100
+
+
+def test_gt_rows_carry_group_ranges_and_their_own_bucket(conn, ckt):
+    rid = publish(conn, ckt, "ck_anonymization", k=2, c=2, c_f=2)
+    rows = conn.execute(f"SELECT group_id, gender, lower(age), upper(age) - 1, bucket_id FROM pganon_data.r{rid}_gt").fetchall()
+    truth = {r[0]: r[1:] for r in conn.execute(
+        f"SELECT m.pid, t.gender, t.age, m.group_id, m.bucket_id FROM pganon_data.r{rid}_map m JOIN {ckt} t USING (pid)")}
+    by_group = {}
+    for pid, (gender, age, g, b) in truth.items():
+        by_group.setdefault(g, []).append(age)
+    for g, gender, lo, hi, b in rows:
+        assert (lo, hi) == (min(by_group[g]), max(by_group[g]))
+    assert sorted(b for *_, b in rows) == sorted(b for *_, b in truth.values())
+
+
+def test_pk_angelization_verifies_and_links_one_to_one(conn, ckt):
+    rid = publish(conn, ckt, "pk_angelization", k=2, p=2)
+    result = checks(conn, rid)
+    assert all(p for p, _ in result.values()), result
+    pairs = conn.execute(f"SELECT count(DISTINCT (group_id, bucket_id)), count(DISTINCT group_id) FROM pganon_data.r{rid}_gt").fetchone()
+    assert pairs[0] == pairs[1]                                # one batch per class
+    gender = {r[0] for r in conn.execute(f"SELECT gender FROM pganon_release.{ckt}_gt")}
+    assert gender == {"*"}                                     # Table 2: "Person"
+
+
+TAMPER = [
+    ("UPDATE pganon_data.r{rid}_gt SET age = int4range(lower(age) - 1, upper(age)) WHERE group_id = 1", "gt_matches_source"),
+    ("UPDATE pganon_data.r{rid}_gt SET bucket_id = 3 - bucket_id WHERE bucket_id IN (1, 2) AND group_id = 1", "gt_matches_source"),
+    ("UPDATE pganon_data.r{rid}_st_long SET value = 'Mary' WHERE sa = 'physician' AND value = 'Daisy'", "st_matches_source"),
+    ("UPDATE pganon_data.r{rid}_gt SET group_id = 99 WHERE ctid = (SELECT min(ctid) FROM pganon_data.r{rid}_gt)", "k_anonymity"),
+    ("INSERT INTO pganon_data.r{rid}_st_long VALUES (3, 'symptom', 'Back pain')", "fcorr_eq4"),
+    ("UPDATE pganon_data.r{rid}_categories SET category = 1", "c_diversity"),
+]
+
+
+@pytest.mark.parametrize("statement,check", TAMPER, ids=[f"{i}-{t[1]}" for i, t in enumerate(TAMPER)])
+def test_verify_catches_a_tampered_ck_release(conn, ckt, statement, check):
+    rid = publish(conn, ckt, "ck_anonymization", k=2, c=2, c_f=2)
+    conn.execute(statement.format(rid=rid))
+    assert checks(conn, rid)[check][0] is False
+
+
+BAD = [
+    (lambda c, d: c.execute("SELECT pganon.set_dependency(%s, 'physician', ARRAY['physician'])", (d,)),
+     None, "listed in its own dependency list"),
+    (lambda c, d: c.execute("SELECT pganon.set_external_factor(%s, 'physician', NULL)", (d,)),
+     {"k": 2}, "unresolvable tie"),
+    (None, {"k": 2, "c": 9}, "category table has only"),
+    (None, {"k": 10}, "larger than the number of records"),
+    (None, {"k": 2, "mode": "loose"}, "parameter mode"),
+]
+
+
+@pytest.mark.parametrize("setup,params,message", BAD, ids=[b[2] for b in BAD])
+def test_bad_input_is_named_and_publishes_nothing(conn, ckt, setup, params, message):
+    before = (_release_count(conn), _data_tables(conn))
+    with pytest.raises(psycopg.Error, match=message):
+        if setup is not None:
+            setup(conn, ckt)
+        publish(conn, ckt, "ck_anonymization", **params)
+    assert (_release_count(conn), _data_tables(conn)) == before
+
+
+VALUES = {"a": ["a0", "a1", "a2", "a3", "a4", "a5"], "b": ["b0", "b1", "b2"], "c": ["c0", "c1", "c2", "c3"]}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_ck_releases_verify_and_resist_fcorr(conn, data):
+    n = data.draw(st.integers(8, 40))
+    rows = [(i, data.draw(st.integers(18, 90)), data.draw(st.sampled_from("MF")),
+             data.draw(st.sampled_from(VALUES["a"])), data.draw(st.sampled_from(VALUES["b"])),
+             data.draw(st.sampled_from(VALUES["c"]))) for i in range(n)]
+    k = data.draw(st.integers(2, 3))
+    mode = data.draw(st.sampled_from(["strict", "relax"]))
+    name = f"rnd_{abs(hash(tuple(rows))) % 10**8}_{k}_{mode}"
+    conn.execute(f"DROP TABLE IF EXISTS {name}; CREATE TABLE {name} (id int PRIMARY KEY, age int, sex text, a text, b text, c text)")
+    with conn.cursor().copy(f"COPY {name} FROM STDIN") as cp:
+        for r in rows:
+            cp.write_row(r)
+    conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, 'id')", (name, name))
+    for col, role in [("age", "quasi"), ("sex", "quasi"), ("a", "sensitive"), ("b", "sensitive"), ("c", "sensitive")]:
+        conn.execute("SELECT pganon.set_attribute(%s, %s, %s)", (name, col, role))
+    conn.execute("SELECT pganon.set_dependency(%s, 'a', ARRAY['b', 'c'])", (name,))
+    try:
+        rid = publish(conn, name, "ck_anonymization", k=k, c=2, c_f=2, mode=mode)
+    except psycopg.Error as exc:       # too few categories for c = 2 at this k: named, nothing published
+        assert "category table has only" in str(exc)
+        return
+    result = checks(conn, rid)
+    assert all(p for p, _ in result.values()), result
+    audit = conn.execute("SELECT pganon.audit(%s)", (rid,)).fetchone()[0]["summary"]
+    lay = conn.execute("SELECT layout FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    assert audit["n_eq5_violations"] == 0 and audit["n_vulnerable_correct"] == 0
+    if lay["mode_achieved"] == "strict":
+        assert audit["n_eq4_violations"] == 0 and audit["n_breaches"] == 0
+    sizes = conn.execute(f"SELECT min(c) FROM (SELECT count(*) c FROM pganon_data.r{rid}_gt GROUP BY group_id) x").fetchone()[0]
+    assert sizes >= k
