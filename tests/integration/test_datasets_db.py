@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from helpers import checks, publish
 from pganon import datasets as ds
 from pganon.datasets import DatasetError
 
@@ -198,6 +199,41 @@ def test_load_adult_bad_row_count_raises_before_touching_the_database(conn, bad)
     with pytest.raises(DatasetError):
         ds.load_adult(conn, rows=bad)
     assert relations(conn) == set()
+
+
+# ---------------------------------------------------------------------------- load_nmes
+
+
+NMES_TYPES = [(c, t, True) for c, t in ds.NMES_COLUMNS]
+
+
+def test_load_nmes(conn):
+    assert ds.load_nmes(conn) == ds.NMES_ROWS == 4406
+    s = conn.schema
+    assert conn.execute("SELECT count(*), min(id), max(id), min(age), max(age) FROM nmes"
+                        ).fetchone() == (4406, 1, 4406, 66, 109)
+    assert column_types(conn, s, "nmes") == NMES_TYPES
+    assert [t for c, t, _ in NMES_TYPES if c in ("id", "age", "numchron", "faminc", "hlth")] == \
+        ["integer", "integer", "integer", "numeric", "text"]
+    assert primary_key(conn, s, "nmes") == ["id"]
+    assert conn.execute("SELECT count(*) FROM pg_stats WHERE schemaname = %s "
+                        "AND tablename = 'nmes'", (s,)).fetchone()[0] == len(ds.NMES_COLUMNS)
+    got = conn.execute(sql.SQL("SELECT {} FROM nmes ORDER BY id").format(
+        sql.SQL(", ").join(sql.Identifier(c) for c, _ in ds.NMES_COLUMNS))).fetchall()
+    assert got == [tuple(r) for r in ds.nmes_rows(ds.fetch_nmes())]
+    assert dict(conn.execute("SELECT hlth, count(*) FROM nmes GROUP BY 1").fetchall()) == \
+        {"other": 3509, "poor": 554, "excellent": 343}
+
+
+def test_load_nmes_existing_table_raises_then_replace_reloads(conn):
+    assert ds.load_nmes(conn, table="ofp") == 4406
+    with pytest.raises(DatasetError, match=r'table ".*"\."ofp" already exists') as e:
+        ds.load_nmes(conn, table="ofp")
+    assert e.value.sqlstate == "PA002" and "replace=True" in e.value.hint
+    assert ds.load_nmes(conn, table="ofp", replace=True) == 4406
+    assert count(conn, conn.schema, "ofp") == 4406
+    with pytest.raises(DatasetError, match="fixed size"):
+        ds.DATASETS["nmes"].load(conn, table="ofp2", rows=100)
 
 
 # ---------------------------------------------------------------------------- hostile names
@@ -388,9 +424,10 @@ def test_make_synthetic_adult_replace_and_errors(conn):
 
 def test_registry_loads_each_dataset(conn):
     assert ds.DATASETS["adult"].load(conn, rows=300) == 300
+    assert ds.DATASETS["nmes"].load(conn) == 4406
     assert ds.DATASETS["table1"].load(conn) == 9
     assert ds.DATASETS["adult_synthetic"].load(conn, rows=2000, seed=1) == 2000
-    assert relations(conn) == {"adult", "table1", "adult_synthetic"}
+    assert relations(conn) == {"adult", "nmes", "table1", "adult_synthetic"}
     assert count(conn, conn.schema, "adult_synthetic") == 2000
     assert ds.DATASETS["adult"].load(conn, table="adult2", rows=5) == 5
     with pytest.raises(DatasetError, match="fixed size"):
@@ -454,4 +491,35 @@ def test_load_without_pganon_installed_changes_nothing(conn):
 def test_load_unknown_dataset_names_the_known_ones(conn):
     with pytest.raises(DatasetError, match="unknown dataset 'adults'") as e:
         ds.load(conn, "adults")
-    assert e.value.hint == "known datasets: adult, adult_synthetic, table1"
+    assert e.value.hint == "known datasets: adult, adult_synthetic, nmes, table1"
+
+
+def test_load_declares_nmes_and_an_mmdcf_mslf_release_at_d3_verifies(fresh_dsn):
+    with psycopg.connect(fresh_dsn, autocommit=True) as c:
+        info = ds.load(c, "nmes")
+        assert {k: info[k] for k in ("dataset", "table", "rows", "declared as", "attributes",
+                                     "security levels")} == {
+            "dataset": "nmes", "table": '"public"."nmes"', "rows": 4406, "declared as": "nmes",
+            "attributes": 19, "security levels": 3 + 9 + 2 + 2 + 2 + 9 + 11}
+        attrs = c.execute("SELECT column_name, role, kind FROM pganon.attributes "
+                          "WHERE dataset = 'nmes' ORDER BY position").fetchall()
+        assert [a[0] for a in attrs if a[1] == "quasi"] == ["age", "sex", "region", "black",
+                                                            "maried"]
+        assert [a[0] for a in attrs if a[1] == "sensitive"] == [
+            "hlth", "numchron", "adldiff", "medicaid", "privins", "hosp", "emr"]
+        assert c.execute(
+            "SELECT s.level FROM pganon.security_level s JOIN pganon.dataset d "
+            "ON d.id = s.dataset_id WHERE d.name = 'nmes' AND s.column_name = 'hlth' "
+            "AND s.value = 'poor'").fetchone() == (2,)
+
+        rid = publish(c, "nmes", "mmdcf_mslf", d=3)
+        assert all(passed for passed, _ in checks(c, rid).values()), checks(c, rid)
+        groups, suppressed, m = c.execute(
+            "SELECT groups, suppressed_rows, metrics FROM pganon.releases WHERE id = %s",
+            (rid,)).fetchone()
+        assert groups > 0 and suppressed == 0 and m["sr"] == 0
+        st_cols = [r[0] for r in c.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'pganon_release.nmes_st'::regclass "
+            "AND attnum > 0 ORDER BY attnum")]
+        assert st_cols == ["group_id", "hlth", "numchron", "adldiff", "count"]
+        assert c.execute("SELECT sum(count) FROM pganon_release.nmes_st").fetchone() == (4406,)
