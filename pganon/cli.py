@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file"); s.add_argument("--source", default=None, help="override the file's source table")
     s.set_defaults(fn=cmd_apply)
 
-    s = sub.add_parser("dataset", parents=[common], help="load a bundled dataset (adult, nmes, table1, adult_synthetic)")
+    s = sub.add_parser("dataset", parents=[common], help="load a bundled dataset (`pganon dataset list` names them)")
     s.add_argument("action", choices=["load", "list"])
     s.add_argument("name", nargs="?")
     s.add_argument("--rows", type=int, default=None)

@@ -71,6 +71,7 @@ __all__ = [
     "load_adult",
     "load_nmes",
     "load_table1",
+    "load_ck_table1",
     "make_synthetic_adult",
     "nmes_rows",
     "table1_rows",
@@ -736,20 +737,29 @@ def _data_file(name: str):
     return resources.files("pganon").joinpath("data", name)
 
 
-def table1_rows() -> list[tuple]:
-    """The nine records of spec 000 §6.1 Table 1 from ``pganon/data/table1.csv``."""
-    text = _data_file("table1.csv").read_text(encoding="utf-8")
+#: Columns of Table 1 of spec 004 §3.1 (Khan et al.) with their SQL types; dates stay text.
+CK_TABLE1_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("pid", "text"), ("name", "text"), ("gender", "text"), ("age", "integer"), ("zipcode", "integer"),
+    ("cancer_type", "text"), ("cancer_treatment", "text"), ("physician", "text"),
+    ("diagnosis_date", "text"), ("symptom", "text"), ("diagnosis_method", "text"),
+)
+
+
+def _fixture_rows(file: str, columns) -> list[tuple]:
+    """The records of a packaged paper fixture (a CSV in ``pganon/data`` with a checked header)."""
+    text = _data_file(file).read_text(encoding="utf-8")
     reader = csv.reader(io.StringIO(text))
     header = next(reader)
-    want = [c for c, _ in TABLE1_COLUMNS]
+    want = [c for c, _ in columns]
     if header != want:
-        raise DatasetError(f"table1.csv header is {header}, expected {want}", sqlstate="PA004")
-    out = []
-    for rec in reader:
-        if not rec:
-            continue
-        out.append(tuple(int(v) if t == "integer" else v for v, (_, t) in zip(rec, TABLE1_COLUMNS)))
-    return out
+        raise DatasetError(f"{file} header is {header}, expected {want}", sqlstate="PA004")
+    return [tuple(int(v) if t == "integer" else v for v, (_, t) in zip(rec, columns))
+            for rec in reader if rec]
+
+
+def table1_rows() -> list[tuple]:
+    """The nine records of spec 000 §6.1 Table 1 from ``pganon/data/table1.csv``."""
+    return _fixture_rows("table1.csv", TABLE1_COLUMNS)
 
 
 def load_table1(conn: psycopg.Connection, table: TableName = "table1",
@@ -759,6 +769,15 @@ def load_table1(conn: psycopg.Connection, table: TableName = "table1",
     return _load_table(conn, table, replace, TABLE1_COLUMNS, table1_rows(), "rid",
                        "Table 1 of Xiao & Li (2020), spec 000 section 6.1. "
                        "Loaded by pganon.datasets.load_table1.")
+
+
+def load_ck_table1(conn: psycopg.Connection, table: TableName = "ck_table1",
+                   replace: bool = False) -> int:
+    """Load Table 1 of Khan et al. (spec 004 §3.1): 9 patients, 3 QIs, 6 sensitive attributes,
+    values verbatim; ``pid`` is the primary key. Returns 9."""
+    return _load_table(conn, table, replace, CK_TABLE1_COLUMNS, _fixture_rows("ck_table1.csv", CK_TABLE1_COLUMNS),
+                       "pid", "Table 1 of Khan et al. (2020), spec 004 section 3.1. "
+                       "Loaded by pganon.datasets.load_ck_table1.")
 
 
 _MAX_INT4 = 2**31 - 1
@@ -919,6 +938,9 @@ DATASETS: dict[str, Dataset] = {
                 "7 sensitive attributes", "nmes", "nmes.yaml", load_nmes, rows_allowed=False),
         Dataset("table1", "Table 1 of Xiao & Li 2020: 9 patients, 2 sensitive attributes",
                 "table1", "table1.yaml", load_table1, rows_allowed=False),
+        Dataset("ck_table1", "Table 1 of Khan et al. 2020: 9 patients, 6 sensitive attributes with "
+                "their dependencies (Table 11)", "ck_table1", "ck_table1.yaml", load_ck_table1,
+                rows_allowed=False),
         Dataset("adult_synthetic",
                 "Adult-like table sampled with replacement from a loaded 'adult' table "
                 "(default 1,000,000 rows; options source=, seed=)",

@@ -48,21 +48,9 @@ def checks(conn, release: int) -> dict:
 
 def create_ck_table1(conn: psycopg.Connection, table: str) -> None:
     """Spec 004 Table 1 as table `table`, declared as dataset `table` from its bundled file
-    (Table 11 dependencies, chi on physician)."""
-    import tempfile
-    from pathlib import Path
-    from pganon import catalog
-    data = Path(datasets.__file__).resolve().parent / "data"
-    conn.execute(sql.SQL("CREATE TABLE {} (pid text PRIMARY KEY, name text, gender text, age int, zipcode int, "
-                         "cancer_type text, cancer_treatment text, physician text, diagnosis_date text, "
-                         "symptom text, diagnosis_method text)").format(sql.Identifier(table)))
-    with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN WITH (FORMAT csv, HEADER true)").format(
-            sql.Identifier(table))) as cp:
-        cp.write((data / "ck_table1.csv").read_text())
-    spec = (data / "ck_table1.yaml").read_text().replace("dataset: ck_table1", f"dataset: {table}")
-    tmp = Path(tempfile.mkdtemp()) / "ck.yaml"
-    tmp.write_text(spec)
-    catalog.apply(conn, tmp, source=table)
+    (Table 11 dependencies, chi on physician), through the dataset loader users run."""
+    datasets.load(conn, "ck_table1", table=table)
+    conn.execute("UPDATE pganon.dataset SET name = %s WHERE name = 'ck_table1'", (table,))
 
 
 def bucket_members(conn, release: int, key: str = "pid") -> list[set]:
