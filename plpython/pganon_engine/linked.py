@@ -16,13 +16,13 @@ The pipeline steps for this family:
 
 import json
 
-from . import audit, ck, ck_categories
+from . import audit, ck, ck_categories, utility
 from . import lsl
 from . import params as P
 from .errors import invalid
 
 METHODS = {"ck_anonymization": "ck", "pk_angelization": "pk"}
-COMMON = {"d", "sensitive", "seed", "limit"}
+COMMON = {"d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
 PARAMS = {"ck": COMMON | {"k", "c", "c_f", "mode"}, "pk": COMMON | {"k", "p"}}
 SNAP = lsl.SNAP
 
@@ -61,7 +61,8 @@ def parse_params(method, params, ds):
     if k is None:
         raise invalid(f"{method} needs the parameter k (an integer >= 2)")
     p = {"method": method, "kind": kind, "sas": sas, "qis": P.quasi_columns(ds), "k": k,
-         "seed": P.integer(params, "seed", 0), "limit": P.integer(params, "limit", 1)}
+         "seed": P.integer(params, "seed", 0), "limit": P.integer(params, "limit", 1),
+         "workload": P.workload(params)}
     if kind == "ck":
         p.update(c=P.integer(params, "c", 1, default=2), c_f=P.integer(params, "c_f", 1, default=2),
                  mode=P.choice(params, "mode", ("strict", "relax"), "strict"))
@@ -221,4 +222,7 @@ def measure(db, ds, p, rel, lay, source_rows):
         "ncp_percent": ncp, "d": len(p["sas"]), "delta": lay["delta"],
         "audit": audit.run(db, lay, ds.source)["summary"],
     }
+    w = p["workload"]
+    if w["queries"]:
+        metrics["query_error"] = utility.query_error(db, p["qis"], SNAP, rel["gt"], w["theta"], w["queries"], w["seed"])
     return metrics

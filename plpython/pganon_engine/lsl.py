@@ -13,7 +13,7 @@ The pipeline steps for this family, each set-based except `plan`:
 
 import numpy as np
 
-from . import bucketize
+from . import bucketize, utility
 from . import params as P
 from .errors import bad_data, incomplete, invalid
 
@@ -21,7 +21,7 @@ METHODS = {
     "mbf": ("mbf", False), "msdcf": ("msdcf", False), "mmdcf": ("mmdcf", False),
     "mbf_mslf": ("mbf", True), "msdcf_mslf": ("msdcf", True), "mmdcf_mslf": ("mmdcf", True),
 }
-PARAMS = {"d", "sensitive", "l", "tie", "seed", "qi_order", "generalize", "limit"}
+PARAMS = {"d", "sensitive", "l", "tie", "seed", "qi_order", "generalize", "limit"} | P.WORKLOAD_PARAMS
 NUMERIC_RANGES = {"smallint": "int4range", "integer": "int4range", "bigint": "int8range", "date": "daterange"}
 
 TEMP_BUFFERS = "256MB"
@@ -47,6 +47,9 @@ def parse_params(method, params, ds):
         "l": P.integer(params, "l", 1), "tie": tie,
         "seed": seed, "qi_order": P.boolean(params, "qi_order"), "generalize": P.boolean(params, "generalize"),
         "limit": P.integer(params, "limit", 1),
+        # exact QIs answer every QI query exactly: the workload runs only on a generalized GT
+        # or when asked for
+        "workload": P.workload(params) if P.boolean(params, "generalize") or "queries" in params else None,
     }
 
 
@@ -349,7 +352,7 @@ def measure(db, ds, p, rel, lay, source_rows):
                f"      JOIN {BUCKET_L} b USING (bucket) GROUP BY m.group_id) g")
     published = int(r["published"])
     ail = float(r["extra"]) / float(r["base"]) if r["groups"] else 0.0
-    return {
+    metrics = {
         "groups": int(r["groups"]), "published_rows": published,
         "suppressed_rows": source_rows - published,
         "ail": ail, "sr": (source_rows - published) / source_rows,
@@ -357,6 +360,12 @@ def measure(db, ds, p, rel, lay, source_rows):
         "d": len(p["sas"]), "buckets": p["buckets"],
         "ncp_percent": ncp_percent(db, ds, p, rel),
     }
+    w = p["workload"]
+    if w is None:
+        metrics["query_error"] = {"mean": 0.0, "exact": True}
+    elif w["queries"]:
+        metrics["query_error"] = utility.query_error(db, p["qis"], SNAP, rel["gt"], w["theta"], w["queries"], w["seed"])
+    return metrics
 
 
 def ncp_percent(db, ds, p, rel):

@@ -20,6 +20,24 @@ def integer(params, name, minimum, default=None):
     return v
 
 
+def fraction(params, name, default):
+    """A number in (0, 1]."""
+    v = params.get(name, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+        raise invalid(f"parameter {name} must be a number in (0, 1], not {v!r}")
+    return float(v)
+
+
+def workload(params):
+    """The query-error workload of a release (spec 004 §4.2): selectivity theta, number of
+    queries (0: none), and its seed (the release's seed, else 0)."""
+    return {"theta": fraction(params, "theta", 0.1), "queries": integer(params, "queries", 0, default=1000),
+            "seed": integer(params, "seed", 0, default=0)}
+
+
+WORKLOAD_PARAMS = {"theta", "queries"}
+
+
 def choice(params, name, options, default):
     v = params.get(name, default)
     if v not in options:

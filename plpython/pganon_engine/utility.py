@@ -1,0 +1,93 @@
+"""Query error of a published GT (spec 004 §4.2, eqs. 7-8), for any family: the database side
+of `workload`. The original QI columns come from the snapshot (one array per column), the
+release's classes from its GT (one row per distinct published QI vector, with its count), and
+`workload` draws the seeded queries, counts and estimates.
+
+Cells by GT column type: a range is the closed interval it covers (discrete ranges end one below
+their exclusive upper bound), an array is a value set, '*' is the whole domain, anything else is
+an exact value. Dates are days since 1970-01-01 on both sides.
+"""
+
+import numpy as np
+
+from . import workload
+
+EPOCH = "DATE '1970-01-01'"
+
+
+def _column_types(db, relation):
+    return {r["name"]: r["type"] for r in db.rows(
+        "SELECT attname::text AS name, format_type(atttypid, NULL) AS type FROM pg_catalog.pg_attribute "
+        "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped", [relation], ["text"])}
+
+
+def _domains(db, qis, snap):
+    I = db.ident
+    exprs = []
+    for q in qis:
+        c = I(q["column"])
+        exprs.append(f"({c} - {EPOCH})" if q["kind"] == "date" else
+                     f"{c}::float8" if q["kind"] == "numeric" else f"{c}::text")
+    row = db.one("SELECT " + ", ".join(f"array_agg({e}) AS c{i}" for i, e in enumerate(exprs)) + f" FROM {snap}")
+    doms = []
+    for i, q in enumerate(qis):
+        vals = row[f"c{i}"]
+        if q["kind"] == "categorical":
+            doms.append(workload.Domain.categorical_from_values(q["column"], vals))
+        else:
+            arr = np.asarray(vals, dtype=np.float64)
+            integral = q["kind"] == "date" or bool(np.all(arr == np.round(arr)))
+            doms.append(workload.Domain.numeric(q["column"], arr.astype(np.int64) if integral else arr))
+    return doms
+
+
+def _classes(db, qis, gt):
+    """(cells, counts) of the GT: one class per distinct published QI vector."""
+    I, types = db.ident, _column_types(db, gt)
+    sel, kinds = [], []
+    for i, q in enumerate(qis):
+        c, t = I(q["column"]), types[q["column"]]
+        date = q["kind"] == "date"
+        if t.endswith("range"):
+            hi = f"CASE WHEN upper_inc({c}) THEN upper({c}) ELSE upper({c}) - 1 END"
+            lo = f"lower({c})"
+            if date:
+                lo, hi = f"({lo} - {EPOCH})", f"(({hi}) - {EPOCH})"
+            sel += [f"{lo}::float8 AS lo{i}", f"({hi})::float8 AS hi{i}"]
+            kinds.append("range")
+        elif t.endswith("[]"):
+            sel.append(f"{c}::text[] AS v{i}")
+            kinds.append("set")
+        elif date:
+            sel.append(f"({c} - {EPOCH})::float8 AS v{i}")
+            kinds.append("value")
+        else:
+            sel.append(f"{c}{'::float8' if q['kind'] == 'numeric' else '::text'} AS v{i}")
+            kinds.append("value")
+    cols = ", ".join(sel)
+    rows = db.rows(f"SELECT {cols}, count(*) AS n FROM {gt} GROUP BY {', '.join(str(j + 1) for j in range(len(sel)))}")
+    cells, counts = [], []
+    for r in rows:
+        cell = []
+        for i, k in enumerate(kinds):
+            if k == "range":
+                cell.append((r[f"lo{i}"], r[f"hi{i}"]))
+            elif k == "set":
+                cell.append(frozenset(r[f"v{i}"]))
+            else:
+                cell.append(r[f"v{i}"])
+        cells.append(tuple(cell))
+        counts.append(int(r["n"]))
+    return cells, counts
+
+
+def query_error(db, qis, snap, gt, theta=0.1, n=1000, seed=0):
+    """Mean / median / max relative error of n seeded COUNT queries at selectivity theta."""
+    doms = _domains(db, qis, snap)
+    queries = workload.make_queries(doms, theta, n=n, seed=seed)
+    cells, counts = _classes(db, qis, gt)
+    true = workload.true_counts(queries)
+    est = workload.estimated_counts(queries, cells, counts)
+    err = workload.query_error(queries, true, est)
+    return {"theta": theta, "queries": int(err.used), "mean": float(err.mean), "median": float(err.median),
+            "max": float(err.max), "seed": seed}
