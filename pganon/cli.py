@@ -109,6 +109,45 @@ def cmd_set_l(args):
     print(f"{args.dataset}: l{args.level} = {args.l}")
 
 
+def cmd_set_dependency(args):
+    ids = [c for c in (args.identified_by or "").split(",") if c]
+    with connect(args.dsn) as conn:
+        catalog.set_dependency(conn, args.dataset, args.column, ids)
+    print(f"{args.dataset}.{args.column}: identified by {', '.join(ids) or 'nothing'} (weight {len(ids)})")
+
+
+def cmd_set_delta(args):
+    with connect(args.dsn) as conn:
+        catalog.set_delta(conn, args.dataset, args.column)
+    print(f"{args.dataset}: delta = {args.column or '(derived from the weights)'}")
+
+
+def cmd_set_chi(args):
+    with connect(args.dsn) as conn:
+        catalog.set_external_factor(conn, args.dataset, args.column, args.chi)
+    print(f"{args.dataset}.{args.column}: chi = {args.chi}")
+
+
+def cmd_audit(args):
+    with connect(args.dsn) as conn:
+        rid = int(args.release) if args.release.isdigit() else releases.get(conn, dataset=args.release)["id"]
+        report = conn.execute("SELECT pganon.audit(%s, %s)", (rid, args.delta)).fetchone()[0]
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return
+    s = report["summary"]
+    print(f"release {rid}: fingerprint-correlation audit (delta = {s['delta']}, zeta = {', '.join(s['zeta']) or '-'})")
+    keys = ["n_buckets", "n_classes", "n_linkable_pairs", "n_singleton_cells", "n_pfcorr", "n_ffcorr", "n_breaches",
+            "n_vulnerable_covered", "n_vulnerable_correct", "pririsk_max", "pririsk_mean", "n_classes_over_bound"]
+    print(table(["measure", "value"], [(k.removeprefix("n_").replace("_", " "), s[k]) for k in keys]))
+    if report["pairs_with_singletons"]:
+        print(f"\nlinkable pairs with a single common value (first {len(report['pairs_with_singletons'])})")
+        print(table(["buckets", "via", "single values", "breach"],
+                    [(f"{p['buckets'][0]}-{p['buckets'][1]}", ", ".join(p["via"]),
+                      "; ".join(f"{a}={v}" for a, v in p["singletons"].items()), p["kind"] or "-")
+                     for p in report["pairs_with_singletons"]]))
+
+
 def cmd_apply(args):
     with connect(args.dsn) as conn:
         print(_kv(catalog.apply(conn, args.file, source=args.source)))
@@ -155,7 +194,8 @@ def cmd_releases(args):
     with connect(args.dsn) as conn:
         rows = releases.list_releases(conn, args.dataset)
     summ = [releases.summary(r) | {"status": r["status"] + (" (current)" if r["is_current"] else "")} for r in rows]
-    headers = ["release", "dataset", "method", "status", "groups", "published", "suppressed", "AIL", "SR", "NCP%", "seconds"]
+    headers = ["release", "dataset", "method", "status", "groups", "published", "suppressed", "AIL", "SR", "NCP%",
+               "query error", "vulnerable", "seconds"]
     print(table(headers, [[s[h] for h in headers] for s in summ]))
 
 
@@ -209,6 +249,17 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("set-l", parents=[common], help="the l of a security level")
     s.add_argument("dataset"); s.add_argument("level", type=int); s.add_argument("l", type=int)
     s.set_defaults(fn=cmd_set_l)
+    s = sub.add_parser("set-dependency", parents=[common],
+                       help="the sensitive attributes that identify one (its weight, spec 004 Table 11)")
+    s.add_argument("dataset"); s.add_argument("column")
+    s.add_argument("--identified-by", default="", metavar="A,B", help="comma-separated SAs; empty clears")
+    s.set_defaults(fn=cmd_set_dependency)
+    s = sub.add_parser("set-delta", parents=[common], help="explicit delta, the SA that links buckets")
+    s.add_argument("dataset"); s.add_argument("column", nargs="?", help="omit to derive it from the weights")
+    s.set_defaults(fn=cmd_set_delta)
+    s = sub.add_parser("set-chi", parents=[common], help="external factor chi of a sensitive attribute")
+    s.add_argument("dataset"); s.add_argument("column"); s.add_argument("chi", type=float)
+    s.set_defaults(fn=cmd_set_chi)
     s = sub.add_parser("apply", parents=[common], help="declare a dataset from a YAML/JSON file")
     s.add_argument("file"); s.add_argument("--source", default=None, help="override the file's source table")
     s.set_defaults(fn=cmd_apply)
@@ -232,6 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", parents=[common], help="re-run a release's independent checks")
     s.add_argument("release", help="a release id, or a dataset name for its current release")
     s.set_defaults(fn=cmd_verify)
+    s = sub.add_parser("audit", parents=[common], help="fingerprint-correlation attack on a GT/ST release")
+    s.add_argument("release", help="a release id, or a dataset name for its current release")
+    s.add_argument("--delta", default=None, help="linking attribute (default: the release's)")
+    s.add_argument("--json", action="store_true", help="the whole report as JSON")
+    s.set_defaults(fn=cmd_audit)
     s = sub.add_parser("releases", parents=[common], help="list releases")
     s.add_argument("dataset", nargs="?"); s.set_defaults(fn=cmd_releases)
     s = sub.add_parser("show", parents=[common], help="first rows of a dataset's release views")

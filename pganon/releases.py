@@ -69,6 +69,8 @@ def summary(rel: dict) -> dict:
         "release": rel["id"], "dataset": rel["dataset"], "method": rel["method"],
         "groups": rel["groups"], "published": rel["published_rows"], "suppressed": rel["suppressed_rows"],
         "AIL": m.get("ail"), "SR": m.get("sr"), "NCP%": m.get("ncp_percent"),
+        "query error": (m.get("query_error") or {}).get("mean"),
+        "vulnerable": (m.get("audit") or {}).get("n_vulnerable_correct"),
         "seconds": float(rel["seconds"] or 0),
     }
 
@@ -79,7 +81,7 @@ def view_rows(conn: psycopg.Connection, dataset: str, which: str, limit: int = 1
         raise PganonError("which must be gt or st")
     ident = sql.Identifier("pganon_release", f"{dataset}_{which}")
     try:
-        cur = conn.execute(sql.SQL("SELECT * FROM {} ORDER BY group_id LIMIT %s").format(ident), (limit,))
+        cur = conn.execute(sql.SQL("SELECT * FROM {} ORDER BY 1 LIMIT %s").format(ident), (limit,))
     except psycopg.errors.UndefinedTable:
         raise PganonError(f"dataset {dataset!r} has no published release", sqlstate="PA001",
                           hint="publish one with `pganon publish`") from None

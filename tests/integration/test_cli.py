@@ -29,6 +29,20 @@ def test_publish_prints_summary_and_progress_then_verify_passes(db_dsn):
     assert lst.returncode == 0 and "(current)" in lst.stdout
 
 
+def test_ck_publish_audit_and_dependencies_from_the_cli(db_dsn):
+    assert run("dataset", "load", "ck_table1", "--replace", dsn=db_dsn).returncode == 0
+    r = run("publish", "ck_table1", "pk_angelization", "-p", "k=2", "-p", "p=2", "--quiet", dsn=db_dsn)
+    assert r.returncode == 0, r.stderr
+    assert "query error" in r.stdout.splitlines()[0] and "vulnerable" in r.stdout.splitlines()[0]
+    a = run("audit", "ck_table1", dsn=db_dsn)
+    assert a.returncode == 0, a.stderr
+    assert "linkable pairs" in a.stdout and "vulnerable correct" in a.stdout
+    bad = run("set-dependency", "ck_table1", "physician", "--identified-by", "physician", dsn=db_dsn)
+    assert bad.returncode == 2 and "own dependency list" in bad.stderr
+    ok = run("set-dependency", "ck_table1", "symptom", "--identified-by", "physician,cancer_type", dsn=db_dsn)
+    assert ok.returncode == 0 and "weight 2" in ok.stdout
+
+
 @pytest.mark.parametrize("args,message", [
     (("publish", "nobody", "mbf"), 'dataset "nobody" is not registered'),
     (("set-l", "table1", "1", "9"), "l must not decrease"),
