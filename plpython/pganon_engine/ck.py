@@ -489,9 +489,10 @@ def _placement(st, rows, gone, partner, c_f, allow_excess):
 
 
 class _Refiner:
-    def __init__(self, st, c_f, ids):
+    def __init__(self, st, c_f, ids, tick=None):
         self.st, self.c_f, self.ids = st, c_f, ids
         self.events = []
+        self.tick = tick or (lambda: None)
 
     def dissolve(self, gone, partner, allow_excess, why):
         st = self.st
@@ -537,6 +538,7 @@ class _Refiner:
         heapify(heap)
         stuck = set()
         while heap:
+            self.tick()
             i, j = heappop(heap)
             if i not in st.rows or j not in st.rows or (i, j) in stuck or st.level(i, j) >= target:
                 continue
@@ -619,7 +621,7 @@ def _members(ids, labels):
 
 
 def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, key=None,
-            qi_grouping="sort_cut", kinds=None, seed=None):
+            qi_grouping="sort_cut", kinds=None, seed=None, tick=None):
     """Plan a (c,k)-anonymized release (spec 2.6): FBs for ST, QI groups for GT.
 
     records      mappings with the QI and SA columns (id = record[key], or the position when
@@ -633,6 +635,8 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
     zeta         SAs eq. (5) ignores (default: from a Weights delta, else none)
     qi_grouping  'sort_cut' or a callable, see `qi_groups`
     seed         None (T-order ties) or an int (seeded random ties, A16)
+    tick         called often during refinement (which is superlinear in the number of FBs):
+                 the database passes one that lets a cancel or statement_timeout through
     """
     qis, sas = _columns(qis, sas)
     k = _int(k, "k", 2)
@@ -676,7 +680,7 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
     st = _Fbs(codes, d, rank, frozenset(sas.index(z) for z in zeta))
     for b, rows in enumerate(fbs, start=1):
         st.add(b, rows)
-    ref = _Refiner(st, c_f, ids)
+    ref = _Refiner(st, c_f, ids, tick)
     if rest:
         ok = (len(rest) >= k and len({cat[r] for r in rest}) >= c
               and max(Counter(codes[d][r] for r in rest).values()) <= c_f)

@@ -96,7 +96,7 @@ def plan(db, ds, p):
     try:
         if p["kind"] == "ck":
             out = ck.ck_plan(records, qis, sas, p["k"], p["c"], p["c_f"], p["weights"], p["mode"],
-                             kinds=_kinds(p), seed=p["seed"])
+                             kinds=_kinds(p), seed=p["seed"], tick=db.interruptible())
         else:
             out = ck.pk_plan(records, qis, sas, p["p"], p["k"], p["weights"], kinds=_kinds(p), seed=p["seed"])
         gen = ck.generalize([r[1] for r in records], out.group, p["k"], kinds=_kinds(p),

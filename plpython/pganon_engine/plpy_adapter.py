@@ -40,6 +40,19 @@ class Db:
         except self._plpy.SPIError:
             return False
 
+    def interruptible(self, every=0.2):
+        """A callback for long pure-Python loops: at most every `every` seconds it runs a trivial
+        statement, where the server notices a cancel request or statement_timeout (Python code
+        alone never does)."""
+        state = {"next": time.monotonic() + every}
+
+        def tick():
+            now = time.monotonic()
+            if now >= state["next"]:
+                state["next"] = now + every
+                self._plpy.execute("SELECT 1")
+        return tick
+
     def ident(self, name):
         return self._plpy.quote_ident(name)
 

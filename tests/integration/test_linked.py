@@ -150,3 +150,27 @@ def test_random_ck_releases_verify_and_resist_fcorr(conn, data):
         assert audit["n_eq4_violations"] == 0 and audit["n_breaches"] == 0
     sizes = conn.execute(f"SELECT min(c) FROM (SELECT count(*) c FROM pganon_data.r{rid}_gt GROUP BY group_id) x").fetchone()[0]
     assert sizes >= k
+
+
+def test_statement_timeout_stops_a_long_refinement_and_leaves_nothing(conn, name):
+    """Refinement is superlinear in the number of buckets and runs in Python, where the server
+    cannot interrupt it; the engine lets a cancel or statement_timeout through while it runs."""
+    import time
+    conn.execute(f"CREATE TABLE {name} AS SELECT i AS id, 20 + (i * 7919) % 60 AS age, "
+                 f"(ARRAY['M','F'])[1 + i % 2] AS sex, 'a' || ((i * 31) % 14) AS a, 'b' || ((i * 17) % 9) AS b, "
+                 f"'c' || ((i * 13) % 7) AS c FROM generate_series(1, 4000) i")
+    conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY (id)")
+    conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, 'id')", (name, name))
+    for col, role in [("age", "quasi"), ("sex", "quasi"), ("a", "sensitive"), ("b", "sensitive"), ("c", "sensitive")]:
+        conn.execute("SELECT pganon.set_attribute(%s, %s, %s)", (name, col, role))
+    conn.execute("SELECT pganon.set_delta(%s, 'a')", (name,))
+    before = (_release_count(conn), _data_tables(conn))
+    conn.execute("SET statement_timeout = '1500ms'")
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            publish(conn, name, "ck_anonymization", k=2, c=2, c_f=2)
+    finally:
+        conn.execute("RESET statement_timeout")
+    assert time.perf_counter() - t0 < 20
+    assert (_release_count(conn), _data_tables(conn)) == before
