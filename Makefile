@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PGANON := .venv/bin/pganon
 
-.PHONY: setup demo test unit bench server-start server-stop clean
+.PHONY: setup demo test unit bench bench-ck bench-memory server-start server-stop clean
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,14 @@ unit: setup
 ## Benchmarks (not part of `make test`): writes benchmarks/results/.
 bench: setup
 	@$(PY) benchmarks/run.py
+
+## (c,k)-anonymization vs (p,k)-angelization on Adult and NMES (spec 004 §5): results/ck_experiments.md
+bench-ck: setup
+	@$(PY) benchmarks/ck_experiments.py
+
+## Backend peak memory against rows, 125k .. 2M (results/memory_scaling.md)
+bench-memory: setup
+	@$(PY) benchmarks/memory_scaling.py
 
 server-start: setup
 	@$(PGANON) server start
