@@ -36,8 +36,8 @@ Two implementations of the grouping phase produce identical plans:
   yardstick for the tests.
 - `plan`: the same greedy, made fast for n around 10^6.  Batching identical rounds does not
   pay on Adult-like data (consecutive groups almost never repeat), so every pick is simulated,
-  but the argmax is found in a trie of lazy max-heaps instead of a scan over all buckets (see
-  `_TrieEngine`).  With ``tie='random'`` the trie also lists the tied buckets, in index order,
+  but the argmax is found by branch and bound in a trie of lazily refreshed upper bounds
+  instead of a scan over all buckets (see `_TrieEngine`).  With ``tie='random'`` the trie also lists the tied buckets, in index order,
   so the random stream is consumed exactly as in the reference.  The residual phase works on
   numpy count arrays per group (`_residual_fast`).
 
@@ -46,7 +46,7 @@ All arithmetic is on Python ints (or int64 numpy arrays whose values stay far be
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import operator
 import random
 from array import array
@@ -129,6 +129,39 @@ class _RunBuilder:
         self.rb.append(b)
         self.rg.append(g)
         self.rc.append(count)
+
+    @classmethod
+    def from_picks(cls, order, group_l, B):
+        """The builder after adding every main-phase pick in order (group g takes the next
+        group_l[g] picks), built with numpy.  Also returns the picks' bucket and group arrays.
+
+        A pick extends its bucket's last run iff the bucket's previous pick was in the group
+        just before; runs are listed by their first pick, as `add` creates them."""
+        self = cls(B)
+        pb = np.array(order, dtype=np.int64)
+        pg = np.repeat(np.arange(len(group_l), dtype=np.int64),
+                       np.array(group_l, dtype=np.int64))
+        n = len(pb)
+        if n == 0:
+            return self, pb, pg
+        idx = np.argsort(pb, kind="stable")  # by bucket, then pick order
+        sb = pb[idx]
+        sg = pg[idx]
+        new = np.ones(n, dtype=bool)
+        new[1:] = (sb[1:] != sb[:-1]) | (sg[1:] != sg[:-1] + 1)
+        st = np.flatnonzero(new)  # runs, by bucket then creation
+        rbk, rg, rc = sb[st], sg[st], np.diff(np.append(st, n))
+        perm = np.argsort(idx[st])  # creation order (first picks are distinct)
+        self.rb = array("q", rbk[perm].tobytes())
+        self.rg = array("q", rg[perm].tobytes())
+        self.rc = array("q", rc[perm].astype(np.int64).tobytes())
+        pos = np.empty(len(st), dtype=np.int64)
+        pos[perm] = np.arange(len(st), dtype=np.int64)
+        lastrun = np.append(rbk[1:] != rbk[:-1], True)  # each bucket's last run
+        last = np.full(B, -1, dtype=np.int64)
+        last[rbk[lastrun]] = pos[lastrun]
+        self.last = last.tolist()
+        return self, pb, pg
 
 
 # --------------------------------------------------------------------------------------------
@@ -411,7 +444,7 @@ def plan_reference(sizes, values, levels, l_of_level, variant, mslf=True, baseli
 
 
 # --------------------------------------------------------------------------------------------
-# Fast grouping phase, tie='first': lazy-heap tries
+# Fast grouping phase: tries of lazily refreshed upper bounds
 # --------------------------------------------------------------------------------------------
 
 
@@ -420,7 +453,7 @@ def _dim_order(inp, size, skip=None):
     plan).  Dimensions whose shieldable values (l >= 2) hold much of the data come first, so a
     whole shielded value class is skipped near the root; the others follow by concentration
     (sum of squared value shares), so the caps that change at almost every pick sit high up,
-    where few heap entries depend on them."""
+    where few trie entries depend on them."""
     d = inp.d
     n = sum(size) or 1
     caps = _caps(size, inp.codes, d, inp.nv)
@@ -440,24 +473,31 @@ class _TrieEngine:
 
     Keys.  A bucket's rank is (blev, score, -index); score*B + (B-1-index) makes it one int.
     Buckets of one level live in one trie per level (MBF, MMDCF): depth t branches on the
-    value of dimension seq[t]; the leaves are buckets.  A heap entry in a node is
-    (-ub, child) where ub bounds the best key in the child's subtree, *relative* to the node:
-    MMDCF adds cap[seq[t]][v]*B when going down to child v, so a capacity change touches only
-    the entries of that value and never the keys stored below it.  Keys only decrease while
-    grouping (sizes and capacities only go down), so a stored ub stays an upper bound; an
-    entry is refreshed (one level only) when it reaches the top of its heap.
+    value of dimension seq[t]; the leaves are buckets.  A node is a list, sorted, with one
+    entry per child, (-ub, gid, child node), where ub bounds the best key in the child's
+    subtree, *relative* to the node: MMDCF adds cap[v]*B when going down to child v, so a
+    capacity change touches only the entries of that value and never the keys stored below
+    it.  Leaf-level entries are (-key, b, gid).  Keys only decrease while grouping (sizes and
+    capacities only go down), so a stored ub stays an upper bound; an entry is refreshed (one
+    level only) when a search reaches it.  Keys are unique (they end with the bucket's tie
+    value) and gids are unique within a node, so tuple comparison never reaches the child.
+    Nodes are small (one entry per value of one dimension, plus a sentinel), so a sorted list
+    with bisect re-insertion is cheaper than a heap: a search can step over shielded entries
+    instead of popping and pushing them back.  All per-value tables are flat lists indexed by
+    gid (a global value id), shared by every depth.
 
     Search.  Branch and bound: visit entries by decreasing ub, skip values that are shielded
     (A3: a shielded value shields its whole subtree), recurse, keep the best exact leaf key
     found, stop when the next ub cannot beat it.  Each child has exactly one entry in its
-    parent's heap.  The leaves carry exact keys, so the result is the exact argmax.
+    parent.  The leaves carry exact keys, so the result is the exact argmax.
 
     Ties.  'first' falls out of the key.  'random' takes the best score found that way, then
     lists every allowed bucket of that level with that score (`collect`, same pruning),
     sorts them by index and draws one, exactly like the reference.
 
-    Cost: about 10 node visits and 15-30 heap operations per pick on Adult-like data
-    (B ~ 17,000, d = 5); see benchmarks/plan_speed.py.
+    Cost: about 9 node visits per pick on Adult-like data (B ~ 17,000, d = 5); the bounds'
+    staleness (capacities shared by many subtrees) and shielded values cause the visits
+    beyond the d of one root-to-leaf path.  See benchmarks/plan_speed.py.
 
     MSDCF.  Score = max_j cap_j[v_j] + size = max over the bucket's values m of
     (cap[m] + size).  So each bucket is put in d "partition" tries (one per value m it has),
@@ -466,53 +506,61 @@ class _TrieEngine:
     true MSDCF key, and capacity changes again only touch one entry per value.
     """
 
-    def __init__(self, inp, keep_order):
+    def __init__(self, inp):
         self.inp = inp
-        self.keep_order = keep_order
 
     def run(self):
+        """Returns (size, group_l, order): sizes left for the residual phase, l_G of each
+        group and the bucket of every pick in pick order (group g takes the next group_l[g])."""
         inp = self.inp
         B, d, codes, blev = inp.B, inp.d, inp.codes, inp.blev
         variant = inp.variant
         size = list(inp.sizes)
         lvc = inp.lvc
-        heappop, heappush, heapreplace = heapq.heappop, heapq.heappush, heapq.heapreplace
-        tie = [B - 1 - b for b in range(B)]
+        insort = bisect.insort
+        # own[b] = size[b] * B + (B - 1 - b): the bucket's own part of its key (size, then the
+        # 'first' tie value); own[b] < B iff the bucket is empty.
+        own = [s * B + B - 1 - b for b, s in enumerate(size)]
+        # Values get global ids, gid = off[j] + code, so that the per-value state lives in flat
+        # lists: capB (capacity * B), cnt (count in the current group), blocked (A3).
+        off = [sum(inp.nv[:j]) for j in range(d)]
+        gcodes = [tuple(o + v for o, v in zip(off, codes[b])) for b in range(B)]
         cap = _caps(size, codes, d, inp.nv)
-        capB = [[c * B for c in cap[j]] for j in range(d)]
-        zeros = [[0] * inp.nv[j] for j in range(d)]
-        # contribution tables per dimension inside the tries
-        ctab = capB if variant == "mmdcf" else zeros
-        cnt = [[0] * inp.nv[j] for j in range(d)]
-        blocked = [[False] * inp.nv[j] for j in range(d)]
+        capB = [c * B for j in range(d) for c in cap[j]]
+        lval = [lv for j in range(d) for lv in lvc[j]]
+        V = len(capB)
+        # contribution of a value inside the tries: its capacity for MMDCF, nothing for MBF
+        # and for the MSDCF partition tries (the partition's own cap is added at the root)
+        ctab = capB if variant == "mmdcf" else [0] * V
+        cnt = [0] * V
+        blocked = [False] * V
+        found = [-1]  # bucket of the best key found so far by the running search
+        # Every node ends with a sentinel whose ub, -BIG, is below every key and floor: a walk
+        # stops on reaching it, so node[i + 1] exists while node[i] is a real entry, and a
+        # child whose buckets are all used up gets ub c - BIG (never explored).
+        BIG = 1 << 62
+        SENTINEL = (BIG, -1, None)
 
         # ---- build -------------------------------------------------------------------------
-        # A node is [heap, cb, blk, kind] for the dimension j it branches on, with cb the
-        # contribution table and blk the blocked flags of j (both mutated in place).
-        # kind 0: leaf level, heap entries (-key, b, code); kind 1: children are leaf-level
-        # nodes; kind 2: children are inner nodes; inner entries are (-ub, code, child).
-        # Keys are unique (they end with the bucket's tie value), so tuple comparison never
-        # reaches the child.
         def build(members, seq):
             last = len(seq) - 1
 
             def rec(mem, t):
                 j = seq[t]
-                cb = ctab[j]
                 if t == last:
-                    h = [(-(cb[codes[b][j]] + size[b] * B + tie[b]), b, codes[b][j])
+                    h = [(-(ctab[gcodes[b][j]] + own[b]), b, gcodes[b][j])
                          for b in mem]
-                    heapq.heapify(h)
-                    return [h, cb, blocked[j], 0]
-                parts = {}
-                for b in mem:
-                    parts.setdefault(codes[b][j], []).append(b)
-                h = []
-                for v, sub in parts.items():
-                    ch = rec(sub, t + 1)
-                    h.append((-(cb[v] - ch[0][0][0]), v, ch))
-                heapq.heapify(h)
-                return [h, cb, blocked[j], 1 if t + 1 == last else 2]
+                else:
+                    parts = {}
+                    for b in mem:
+                        parts.setdefault(gcodes[b][j], []).append(b)
+                    h = []
+                    for v, sub in parts.items():
+                        ch = rec(sub, t + 1)
+                        h.append((-(ctab[v] - ch[0][0]), v, ch))
+                h.sort()
+                h.append(SENTINEL)
+                return h
 
             return rec(members, 0)
 
@@ -524,328 +572,345 @@ class _TrieEngine:
                 nonempty[blev[b]] = nonempty.get(blev[b], 0) + 1
         levels_desc = sorted(bylev, reverse=True)
 
-        def search_leaf(heap, cb, blk, floor):
-            """Best allowed bucket of a leaf-level node with key > floor, as (key, b)."""
-            stash = None
-            res = None
-            while heap:
-                negk, b, v = heap[0]
-                if -negk <= floor:
-                    break
-                s = size[b]
-                if not s:
-                    heappop(heap)
-                    continue
-                k = cb[v] + s * B + tie[b]
-                if k != -negk:
-                    heapreplace(heap, (-k, b, v))
-                    continue
-                if blk[v]:
-                    if stash is None:
-                        stash = [heappop(heap)]
-                    else:
-                        stash.append(heappop(heap))
-                    continue
-                res = (k, b)
-                break
-            if stash:
-                for e in stash:
-                    heappush(heap, e)
-            return res
+        # ---- search ------------------------------------------------------------------------
+        # Node lists are sorted by negated key, so the searches work on negated keys too
+        # (saves the negations): search(node, nf) returns -(best allowed key relative to the
+        # node) if that key is greater than -nf, leaving its bucket in found[0], and returns
+        # nf when there is none.  ("nf" is the negated floor: smaller is better.)  Any key a
+        # search records beats everything found before it, so found[0] ends up holding the
+        # argmax.
+        #
+        # A search walks a node from the front.  A stale entry is refreshed (stored ubs only
+        # go down, so in the list an entry only moves back): in place if it still sorts before
+        # the next entry, otherwise it is re-inserted further back (bisect) and the walk goes
+        # on at the same index.  A shielded entry is stepped over and stays where it is, which
+        # keeps the list sorted.  An explored entry that is not the last one explored leaves
+        # the list (its new ub may still beat the floor, and it must not be walked again) and
+        # is re-inserted at the end of the search; one closure serves one depth and is never
+        # re-entered, so that stash list is reused.
 
-        def search(node, floor):
-            """Best allowed leaf key (relative to node) greater than floor, as (key, b).
-
-            Entries are visited by decreasing ub; a blocked value is skipped with its whole
-            subtree; an explored entry is refreshed from its child's heap top; the loop stops
-            when no remaining ub can beat the best key found."""
-            heap, cb, blk, kind = node
-            if kind == 0:
-                return search_leaf(heap, cb, blk, floor)
-            stash = None
-            res = None
-            while heap:
-                e = heap[0]
-                negk = e[0]
-                if -negk <= floor:
-                    break
-                v = e[1]
-                ch = e[2]
-                chh = ch[0]
-                if not chh:
-                    heappop(heap)
-                    continue
-                c = cb[v]
-                k = c - chh[0][0]
-                if k != -negk:
-                    heapreplace(heap, (-k, v, ch))
-                    continue
-                if blk[v]:
-                    if stash is None:
-                        stash = [heappop(heap)]
-                    else:
-                        stash.append(heappop(heap))
-                    continue
-                if kind == 1:
-                    r = search_leaf(chh, ch[1], ch[2], floor - c)
-                else:
-                    r = search(ch, floor - c)
-                if r is not None:
-                    floor = c + r[0]
-                    res = (floor, r[1])
-                # e is still heap[0]; its two heap children bound every other entry.
-                n = len(heap)
-                nxt = -heap[1][0] if n > 1 else -1
-                if n > 2 and -heap[2][0] > nxt:
-                    nxt = -heap[2][0]
-                if nxt <= floor:
-                    if chh:
-                        nk = c - chh[0][0]
-                        if nk != k:
-                            heapreplace(heap, (-nk, v, ch))
-                    else:
-                        heappop(heap)
-                    break
-                heappop(heap)
-                if chh:
-                    if stash is None:
-                        stash = [(-(c - chh[0][0]), v, ch)]
-                    else:
-                        stash.append((-(c - chh[0][0]), v, ch))
-            if stash:
-                for e in stash:
-                    heappush(heap, e)
-            return res
-
-        def collect(node, floor, out, base):
-            """Append (base + key, b) for every allowed bucket of node's subtree whose key
-            (relative to node) is greater than floor.  Used by tie='random' to list ties."""
-            heap, cb, blk, kind = node
-            popped = []
-            if kind == 0:
-                while heap:
-                    negk, b, v = heap[0]
-                    if -negk <= floor:
+        def leaf_search():
+            def search(node, nf):
+                i = 0
+                while True:
+                    negk, b, v = node[i]
+                    if negk >= nf:
                         break
-                    s = size[b]
-                    if not s:
-                        heappop(heap)
+                    o = own[b]
+                    if o < B:  # empty bucket: drop it
+                        del node[i]
                         continue
-                    k = cb[v] + s * B + tie[b]
-                    if k != -negk:
-                        heapreplace(heap, (-k, b, v))
+                    nk = -(ctab[v] + o)
+                    if nk != negk:
+                        if nk >= node[i + 1][0]:
+                            del node[i]
+                            insort(node, (nk, b, v), i)
+                            continue
+                        node[i] = (nk, b, v)
+                        if nk >= nf:
+                            break
+                    if blocked[v]:
+                        i += 1
                         continue
-                    popped.append(heappop(heap))
-                    if not blk[v]:
-                        out.append((base + k, b))
-            else:
-                while heap:
-                    e = heap[0]
-                    negk = e[0]
-                    if -negk <= floor:
+                    found[0] = b
+                    return nk
+                return nf
+
+            return search
+
+        def inner_search(sub, cb):
+            stash = []
+            spush = stash.append
+
+            def search(node, nf):
+                i = 0
+                while True:
+                    negub, v, ch = node[i]
+                    if negub >= nf:
                         break
-                    v = e[1]
-                    ch = e[2]
-                    chh = ch[0]
-                    if not chh:
-                        heappop(heap)
-                        continue
                     c = cb[v]
-                    k = c - chh[0][0]
-                    if k != -negk:
-                        heapreplace(heap, (-k, v, ch))
+                    nk = ch[0][0] - c  # fresh -ub
+                    if nk != negub:
+                        if nk >= node[i + 1][0]:
+                            del node[i]
+                            insort(node, (nk, v, ch), i)
+                            continue
+                        node[i] = (nk, v, ch)
+                        if nk >= nf:
+                            break
+                    if blocked[v]:
+                        i += 1
                         continue
-                    heappop(heap)
-                    if not blk[v]:
-                        collect(ch, floor - c, out, base + c)
-                    if chh:
-                        popped.append((-(c - chh[0][0]), v, ch))
-            for e in popped:
-                heappush(heap, e)
+                    nf = sub(ch, nf + c) - c
+                    nn = node[i + 1][0]  # best stored -ub among the entries after this one
+                    if nn >= nf:  # none of them can beat the best found: done
+                        nk2 = ch[0][0] - c
+                        if nk2 != nk:
+                            if nk2 < nn:
+                                node[i] = (nk2, v, ch)
+                            else:
+                                del node[i]
+                                insort(node, (nk2, v, ch), i)
+                        break
+                    del node[i]
+                    spush((ch[0][0] - c, v, ch))
+                if stash:
+                    for e in stash:
+                        insort(node, e)
+                    stash.clear()
+                return nf
+
+            return search
+
+        def twig_search():
+            """`inner_search` for the nodes just above the leaf level, with `leaf_search`
+            written inline: saves a call per leaf visit."""
+            stash = []
+            spush = stash.append
+
+            def search(node, nf):
+                i = 0
+                while True:
+                    negub, v, ch = node[i]
+                    if negub >= nf:
+                        break
+                    c = ctab[v]
+                    nk = ch[0][0] - c
+                    if nk != negub:
+                        if nk >= node[i + 1][0]:
+                            del node[i]
+                            insort(node, (nk, v, ch), i)
+                            continue
+                        node[i] = (nk, v, ch)
+                        if nk >= nf:
+                            break
+                    if blocked[v]:
+                        i += 1
+                        continue
+                    # ---- nf = leaf_search(ch, nf + c) - c, inline
+                    lnf = nf + c
+                    j = 0
+                    while True:
+                        negk, b, w = ch[j]
+                        if negk >= lnf:
+                            break
+                        o = own[b]
+                        if o < B:
+                            del ch[j]
+                            continue
+                        lk = -(ctab[w] + o)
+                        if lk != negk:
+                            if lk >= ch[j + 1][0]:
+                                del ch[j]
+                                insort(ch, (lk, b, w), j)
+                                continue
+                            ch[j] = (lk, b, w)
+                            if lk >= lnf:
+                                break
+                        if blocked[w]:
+                            j += 1
+                            continue
+                        found[0] = b
+                        nf = lk - c
+                        break
+                    # ---- end of the leaf search
+                    nn = node[i + 1][0]
+                    if nn >= nf:
+                        nk2 = ch[0][0] - c
+                        if nk2 != nk:
+                            if nk2 < nn:
+                                node[i] = (nk2, v, ch)
+                            else:
+                                del node[i]
+                                insort(node, (nk2, v, ch), i)
+                        break
+                    del node[i]
+                    spush((ch[0][0] - c, v, ch))
+                if stash:
+                    for e in stash:
+                        insort(node, e)
+                    stash.clear()
+                return nf
+
+            return search
+
+        # collect(node, floor, out, base) appends (base + key, b) for every allowed bucket of
+        # the subtree whose key (relative to the node) is greater than floor.  Used by
+        # tie='random' to list ties.  Same walk as the searches, with plain keys.
+        def leaf_collect():
+            def collect(node, floor, out, base):
+                i = 0
+                while True:
+                    negk, b, v = node[i]
+                    if -negk <= floor:
+                        break
+                    o = own[b]
+                    if o < B:
+                        del node[i]
+                        continue
+                    k = ctab[v] + o
+                    if k != -negk:
+                        if -k >= node[i + 1][0]:
+                            del node[i]
+                            insort(node, (-k, b, v), i)
+                            continue
+                        node[i] = (-k, b, v)
+                        if k <= floor:
+                            break
+                    if not blocked[v]:
+                        out.append((base + k, b))
+                    i += 1
+
+            return collect
+
+        def inner_collect(sub, cb):
+            def collect(node, floor, out, base):
+                moved = []
+                i = 0
+                while True:
+                    negub, v, ch = node[i]
+                    if -negub <= floor:
+                        break
+                    c = cb[v]
+                    k = c - ch[0][0]
+                    if k != -negub:
+                        if -k >= node[i + 1][0]:
+                            del node[i]
+                            insort(node, (-k, v, ch), i)
+                            continue
+                        node[i] = (-k, v, ch)
+                        if k <= floor:
+                            break
+                    if not blocked[v]:
+                        sub(ch, floor - c, out, base + c)
+                        k2 = c - ch[0][0]
+                        if k2 != k:  # lower now: out until the end (must not be walked again)
+                            del node[i]
+                            moved.append((-k2, v, ch))
+                            continue
+                    i += 1
+                for e in moved:
+                    insort(node, e)
+
+            return collect
+
+        def make(depth, leaf, inner, twig=None):
+            """The search (or collect) function for the root of a trie of the given depth."""
+            if twig is None or depth == 1:
+                f = leaf()
+            else:
+                f = twig()
+                depth -= 1
+            for _ in range(depth - 1):
+                f = inner(f, ctab)
+            return f
 
         if variant != "msdcf":
             seq = _dim_order(inp, size)
+            search = make(d, leaf_search, inner_search, twig_search)
+            collect = make(d, leaf_collect, inner_collect)
             roots = {lam: build(mem, seq) for lam, mem in bylev.items()}
-
-            def find(lam, floor):
-                return search(roots[lam], floor)
-
-            def find_all(lam, floor):
-                out = []
-                collect(roots[lam], floor, out, 0)
-                return out
+            finders = {lam: (search, roots[lam]) for lam in bylev}
         else:
-            # partition id m <-> (dimension, code); partition tries are MBF tries over the
-            # other dimensions (for d == 1 a partition is a bare leaf-level node whose only
+            # partition id m = the value's gid; partition tries are MBF tries over the other
+            # dimensions (for d == 1 a partition is a bare leaf-level node whose only
             # dimension is the partition's own, which is never blocked below the partition
             # level because blocked partitions are skipped first).
-            mdim, mcode, mid = [], [], {}
-            for j in range(d):
-                for v in range(inp.nv[j]):
-                    mid[(j, v)] = len(mdim)
-                    mdim.append(j)
-                    mcode.append(v)
+            mdim = [j for j in range(d) for _ in range(inp.nv[j])]
             seqs = [_dim_order(inp, size, skip=j) if d > 1 else [j] for j in range(d)]
+            psearch = make(len(seqs[0]), leaf_search, inner_search, twig_search)
+            pcollect = make(len(seqs[0]), leaf_collect, inner_collect)
             proots = {}
             for lam, mem in bylev.items():
                 parts = {}
                 for b in mem:
                     for j in range(d):
-                        parts.setdefault(mid[(j, codes[b][j])], []).append(b)
+                        parts.setdefault(gcodes[b][j], []).append(b)
                 h = []
                 for m, sub in parts.items():
                     ch = build(sub, seqs[mdim[m]])
-                    h.append((-(capB[mdim[m]][mcode[m]] - ch[0][0][0]), m, ch))
-                heapq.heapify(h)
+                    h.append((-(capB[m] - ch[0][0]), m, ch))
+                h.sort()
+                h.append(SENTINEL)
                 proots[lam] = h
 
-            def find(lam, floor):
-                heap = proots[lam]
-                stash = []
-                res = None
-                while heap:
-                    e = heap[0]
-                    negk = e[0]
-                    if -negk <= floor:
-                        break
-                    m = e[1]
-                    ch = e[2]
-                    chh = ch[0]
-                    if not chh:
-                        heappop(heap)
-                        continue
-                    j = mdim[m]
-                    v = mcode[m]
-                    c = capB[j][v]
-                    k = c - chh[0][0]
-                    if k != -negk:
-                        heapreplace(heap, (-k, m, ch))
-                        continue
-                    if blocked[j][v]:
-                        stash.append(heappop(heap))
-                        continue
-                    r = search(ch, floor - c)
-                    if r is not None:
-                        floor = c + r[0]
-                        res = (floor, r[1])
-                    n = len(heap)
-                    nxt = -heap[1][0] if n > 1 else -1
-                    if n > 2 and -heap[2][0] > nxt:
-                        nxt = -heap[2][0]
-                    if nxt <= floor:
-                        if chh:
-                            nk = c - chh[0][0]
-                            if nk != k:
-                                heapreplace(heap, (-nk, m, ch))
-                        else:
-                            heappop(heap)
-                        break
-                    heappop(heap)
-                    if chh:
-                        stash.append((-(c - chh[0][0]), m, ch))
-                for e in stash:
-                    heappush(heap, e)
-                return res
+            # the level root is an inner node over partitions, entered with the partition's cap
+            finders = {lam: (inner_search(psearch, capB), proots[lam]) for lam in bylev}
+            collect = inner_collect(pcollect, capB)
+            roots = proots
 
-            def find_all(lam, floor):
-                heap = proots[lam]
-                out = []
-                popped = []
-                while heap:
-                    e = heap[0]
-                    negk = e[0]
-                    if -negk <= floor:
-                        break
-                    m = e[1]
-                    ch = e[2]
-                    chh = ch[0]
-                    if not chh:
-                        heappop(heap)
-                        continue
-                    j = mdim[m]
-                    v = mcode[m]
-                    c = capB[j][v]
-                    k = c - chh[0][0]
-                    if k != -negk:
-                        heapreplace(heap, (-k, m, ch))
-                        continue
-                    heappop(heap)
-                    if not blocked[j][v]:
-                        collect(ch, floor - c, out, c)
-                    if chh:
-                        popped.append((-(c - chh[0][0]), m, ch))
-                for e in popped:
-                    heappush(heap, e)
-                return out
+        def find_all(lam, floor):
+            out = []
+            collect(roots[lam], floor, out, 0)
+            return out
 
         # ---- grouping loop -------------------------------------------------------------------
-        update_caps = variant != "mbf"
         rng = random.Random(inp.seed) if inp.tie == "random" else None
-        keep = self.keep_order
-        rb = _RunBuilder(B)
-        order = array("q") if keep else None
+        order = array("q")
         group_l = []
-        g = 0
         remaining = sum(size)
-        picks = []
-        drange = range(d)
-        while remaining > 0:
-            top = max(lam for lam, c in nonempty.items() if c > 0)
+        # Per top level levels_desc[ti] (A2): l_G; thr[gid] = l_G // l, the count at which a
+        # value becomes shielded (A3: cnt + 1 > l_G // l); the levels to try, best first.
+        per_top = []
+        for ti, top in enumerate(levels_desc):
             lG = _group_l(inp, top)
-            del picks[:]
+            thr = [lG // l for l in lval]
+            per_top.append((lG, thr, [(lam,) + finders[lam] for lam in levels_desc[ti:]]))
+        ti = 0  # the top non-empty level only moves down
+        while remaining > 0:
+            while not nonempty[levels_desc[ti]]:
+                ti += 1
+            lG, thr, live = per_top[ti]
+            # A level that is empty or has no allowed bucket stays so for the rest of the group
+            # (sizes and capacities only go down and blocked flags are only set within a
+            # group), so it is dropped from this group's copy of the list.
+            live = live[:]
+            picks = []
             for _ in range(lG):
-                res = None
-                for lam in levels_desc:
-                    if nonempty[lam] and lam <= top:
-                        res = find(lam, -1)
-                        if res is not None:
+                key = -1
+                while live:
+                    lam, fn, root = live[0]
+                    if nonempty[lam]:
+                        key = -fn(root, 1)  # -1 if none
+                        if key >= 0:
                             break
-                if res is None:
+                    del live[0]
+                if key < 0:
                     break
-                b = res[1]
+                b = found[0]
                 if rng is not None:
                     # all allowed buckets of this level with the best score, in index order
-                    best = res[0] // B
+                    best = key // B
                     tied = sorted({x for k, x in find_all(lam, best * B - 1) if k // B == best})
                     if len(tied) > 1:
                         b = tied[rng.randrange(len(tied))]
                 picks.append(b)
-                s = size[b] - 1
-                size[b] = s
-                if not s:
+                o = own[b] - B
+                own[b] = o
+                if o < B:  # bucket now empty
                     nonempty[blev[b]] -= 1
-                cb = codes[b]
-                for j in drange:
-                    v = cb[j]
-                    c = cnt[j][v] + 1
-                    cnt[j][v] = c
-                    if (c + 1) * lvc[j][v] > lG:
-                        blocked[j][v] = True
-                    if update_caps:
-                        capB[j][v] -= B
+                for v in gcodes[b]:
+                    c = cnt[v] + 1
+                    cnt[v] = c
+                    if c >= thr[v]:
+                        blocked[v] = True
+                    capB[v] -= B  # (MBF never reads capB)
             for b in picks:
-                cb = codes[b]
-                for j in drange:
-                    cnt[j][cb[j]] = 0
-                    blocked[j][cb[j]] = False
+                for v in gcodes[b]:
+                    cnt[v] = 0
+                    blocked[v] = False
             if len(picks) < lG:  # A4: roll back and stop grouping
                 for b in picks:
-                    if size[b] == 0:
+                    if own[b] < B:
                         nonempty[blev[b]] += 1
-                    size[b] += 1
-                    if update_caps:
-                        cb = codes[b]
-                        for j in drange:
-                            capB[j][cb[j]] += B
+                    own[b] += B
+                    for v in gcodes[b]:
+                        capB[v] += B
                 break
-            for b in picks:
-                rb.add(b, g)
-            if keep:
-                order.extend(picks)
+            order.extend(picks)
             group_l.append(lG)
             remaining -= lG
-            g += 1
-        return size, group_l, rb, order
+        return [o // B for o in own], group_l, order
 
 
 # --------------------------------------------------------------------------------------------
@@ -853,21 +918,9 @@ class _TrieEngine:
 # --------------------------------------------------------------------------------------------
 
 
-def _picks_arrays(rb, B):
-    """Expand runs to per-record arrays (bucket, group) with numpy."""
-    # copies: the run arrays keep growing afterwards (no buffer export may stay alive)
-    rbk = np.array(rb.rb, dtype=np.int64)
-    rg = np.array(rb.rg, dtype=np.int64)
-    rc = np.array(rb.rc, dtype=np.int64)
-    n = int(rc.sum())
-    buckets = np.repeat(rbk, rc)
-    starts = np.repeat(np.cumsum(rc) - rc, rc)
-    groups = np.repeat(rg, rc) + (np.arange(n, dtype=np.int64) - starts)
-    return buckets, groups
-
-
-def _residual_fast(inp, size, group_l, rb, keep_order):
-    """First-fit residual phase (A8-A10) on dense per-group counts.
+def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
+    """First-fit residual phase (A8-A10) on dense per-group counts; pb, pg: bucket and group
+    of every main-phase pick.
 
     Only counts of values that matter are kept: values with l >= 2 carried by some residual
     bucket (a value with l = 1 always passes the test).  Records of one bucket are identical,
@@ -891,28 +944,48 @@ def _residual_fast(inp, size, group_l, rb, keep_order):
             if lval[b][j] >= 2:
                 rowid.setdefault((j, codes[b][j]), len(rowid))
     R = len(rowid)
-    gsize = np.array(group_l, dtype=np.int64)
+    gsz = list(group_l)  # group sizes (Python ints for the per-group work)
     # A constrained value (l >= 2) occurs at most |G|/2 times in a valid group, so int16
-    # counts are safe until a group reaches 65534 records; then they are widened.
+    # counts (and thresholds) are safe until a group reaches 65534 records; then they are
+    # widened.
     wide = max(group_l) >= 32767
-    cnt = np.zeros((max(R, 1), G), dtype=np.int32 if wide else np.int16)
+    dt = np.int32 if wide else np.int16
+    cnt = np.zeros((max(R, 1), G), dtype=dt)
     if R:
-        pb, pg = _picks_arrays(rb, B)
         carr = np.array(codes, dtype=np.int64).reshape(B, d)
-        for j in range(d):
-            m = np.full(inp.nv[j], -1, dtype=np.int64)
-            for (jj, v), r in rowid.items():
-                if jj == j:
-                    m[v] = r
-            rows = m[carr[pb, j]]
-            sel = rows >= 0
-            np.add.at(cnt, (rows[sel], pg[sel]), 1)
+        cols = {}
+        for (j, v), r in rowid.items():
+            if j not in cols:
+                cols[j] = carr[pb, j]
+            cnt[r] = np.bincount(pg[cols[j] == v], minlength=G)
+    # A record with a value of l >= 2 fits group g iff (c + 1) * l <= |G| + 1, i.e.
+    # c <= thr[l][g] = (|G| + 1) // l - 1 (kept up to date as groups grow).
+    gsa = np.array(group_l, dtype=np.int64)
+    thr = {}
+    for b in res_buckets:
+        for lv in lval[b]:
+            if lv >= 2 and lv not in thr:
+                thr[lv] = ((gsa + 1) // lv - 1).astype(dt)
+    del gsa
+
+    def grow(gg, gs):
+        """Group gg now has gs records: update its thresholds (widen first if needed)."""
+        nonlocal cnt, wide
+        if not wide and gs >= 65534:
+            cnt = cnt.astype(np.int32)
+            for lv in thr:
+                thr[lv] = thr[lv].astype(np.int32)
+            wide = True
+        gsz[gg] = gs
+        for lv, a in thr.items():
+            a[gg] = (gs + 1) // lv - 1
+
     for b in res_buckets:
         rem = size[b]
         cons = [(rowid[(j, codes[b][j])], lval[b][j]) for j in range(d) if lval[b][j] >= 2]
         if not cons:
             # every group accepts a record whose values all have l = 1: all go to group 0
-            gsize[0] += rem
+            grow(0, gsz[0] + rem)
             placed += rem
             for _ in range(rem):
                 rb.add(b, 0)
@@ -923,25 +996,28 @@ def _residual_fast(inp, size, group_l, rb, keep_order):
         chunk = 256
         while rem > 0 and g < G:
             hi = min(G, g + chunk)
-            # (c + 1) * l <= |G| + 1  <=>  c <= (|G| + 1) // l - 1
-            s1 = gsize[g:hi] + 1
             ok = None
             for r, lv in cons:
-                t_ok = cnt[r, g:hi] <= s1 // lv - 1
-                ok = t_ok if ok is None else (ok & t_ok)
+                t_ok = cnt[r, g:hi] <= thr[lv][g:hi]
+                if ok is None:
+                    ok = t_ok
+                else:
+                    ok &= t_ok
             # Groups in [g, hi) change only through this bucket's own placements, which move
-            # forward, so the feasible ones can be used in order without re-testing.
-            for off in np.flatnonzero(ok):
-                gg = g + int(off)
-                gs = int(gsize[gg])
-                t = min((gs - int(cnt[r, gg]) * lv) // (lv - 1) for r, lv in cons)
-                k = t if t < rem else rem
+            # forward, so the feasible ones can be used in order without re-testing (each
+            # takes at least one record, so at most rem of them are needed).
+            for off in np.flatnonzero(ok)[:rem].tolist():
+                gg = g + off
+                gs = gsz[gg]
+                # records the group can take: (c + k) * l <= gs + k for every constraint
+                k = rem
                 for r, lv in cons:
-                    cnt[r, gg] += k
-                gsize[gg] = gs + k
-                if not wide and gs + k >= 65534:
-                    cnt = cnt.astype(np.int32)
-                    wide = True
+                    t = (gs - cnt.item(r, gg) * lv) // (lv - 1)
+                    if t < k:
+                        k = t
+                grow(gg, gs + k)
+                for r, lv in cons:
+                    cnt[r, gg] = cnt.item(r, gg) + k
                 rem -= k
                 placed += k
                 for _ in range(k):
@@ -977,14 +1053,14 @@ def plan(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None,
     if inp.B == 0 or sum(inp.sizes) == 0:
         return Plan(0, [], array("q"), array("q"), array("q"), [0] * inp.B, 0, 0, 0,
                     array("q") if keep_order else None, [] if keep_order else None)
-    size, group_l, rb, order = _TrieEngine(inp, keep_order).run()
-    main_picks = sum(group_l)
-    suppressed, placed, residual = _residual_fast(inp, size, group_l, rb, keep_order)
+    size, group_l, order = _TrieEngine(inp).run()
+    rb, pb, pg = _RunBuilder.from_picks(order, group_l, inp.B)
+    suppressed, placed, residual = _residual_fast(inp, size, group_l, rb, keep_order, pb, pg)
     return Plan(
         n_groups=len(group_l), group_l=group_l, run_bucket=rb.rb, run_group=rb.rg,
-        run_count=rb.rc, suppressed=suppressed, main_picks=main_picks,
-        residual_placed=placed, n_suppressed=sum(suppressed), main_order=order,
-        residual_order=residual,
+        run_count=rb.rc, suppressed=suppressed, main_picks=len(order),
+        residual_placed=placed, n_suppressed=sum(suppressed),
+        main_order=order if keep_order else None, residual_order=residual,
     )
 
 

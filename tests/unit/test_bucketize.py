@@ -3,6 +3,7 @@
 import csv
 import io
 import random
+from array import array
 from collections import Counter
 from fractions import Fraction as F
 
@@ -363,6 +364,56 @@ def test_residual_phase_places_and_suppresses():
         m = bz.metrics_from_plan(p, sizes, values, levels, L3, mslf=mslf)
         assert m["sr"] == F(p.n_suppressed, sum(sizes))
     assert found_residual
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 3), max_size=30), st.data())
+def test_run_builder_from_picks_equals_adding_one_by_one(group_l, data):
+    """`_RunBuilder.from_picks` (numpy) builds the same runs and per-bucket state as `add`."""
+    B = 4
+    order = [data.draw(st.integers(0, B - 1)) for _ in range(sum(group_l))]
+    ref = bz._RunBuilder(B)
+    pos = 0
+    for g, lg in enumerate(group_l):
+        for b in order[pos:pos + lg]:
+            ref.add(b, g)
+        pos += lg
+    fast, pb, pg = bz._RunBuilder.from_picks(array("q", order), group_l, B)
+    assert (fast.rb, fast.rg, fast.rc, fast.last) == (ref.rb, ref.rg, ref.rc, ref.last)
+    assert pb.tolist() == order
+    assert pg.tolist() == [g for g, lg in enumerate(group_l) for _ in range(lg)]
+    # later additions (residual phase) extend the same runs
+    for b, g in data.draw(st.lists(st.tuples(st.integers(0, B - 1),
+                                             st.integers(0, max(len(group_l) - 1, 0))))):
+        ref.add(b, g)
+        fast.add(b, g)
+    assert (fast.rb, fast.rg, fast.rc) == (ref.rb, ref.rg, ref.rc)
+
+
+def test_residual_counts_widen_past_int16():
+    """The residual phase keeps per-group value counts in int16 until a group reaches 65534
+    records.  Here group 0 doubles with each residual bucket (each has a new l=2 value) up to
+    131072 records; checked against a plain first-fit on dict counts."""
+    K = 17
+    sizes = [1, 1] + [2 ** (k - 1) for k in range(2, K + 1)]
+    B = len(sizes)
+    values = list(range(B))
+    levels = [1] * B
+    inp = bz._prepare(sizes, values, levels, {0: 1, 1: 2}, "mbf", True, None, "first", None)
+    size = [0, 0] + sizes[2:]  # buckets 0 and 1 formed group 0 in the main phase
+    rb, pb, pg = bz._RunBuilder.from_picks(array("q", [0, 1]), [2], B)
+    suppressed, placed, residual = bz._residual_fast(inp, list(size), [2], rb, True, pb, pg)
+    # plain first fit, record by record (A9), on the single group
+    cnt, gsize, expect = Counter({0: 1, 1: 1}), 2, []
+    for b in range(B):
+        for _ in range(size[b]):
+            if (cnt[b] + 1) * 2 <= gsize + 1:
+                cnt[b] += 1
+                gsize += 1
+                expect.append((0, b))
+    assert residual == expect
+    assert placed == len(expect) == sum(sizes) - 2 and gsize == 2 ** K
+    assert suppressed == [0] * B
 
 
 def test_empty_inputs():
