@@ -110,6 +110,8 @@ __all__ = [
 
 MODES = ("strict", "relax")
 STRICT, RELAX = 2, 1  # pair status levels (A8)
+_SPAN = 1 << 31  # pair keys: x * _SPAN + y (signature numbers, BIDs) orders like (x, y)
+_LEVEL_CACHE = 1 << 18  # most cached pair statuses kept (the cache is emptied when full)
 
 
 # --------------------------------------------------------------------------------------------
@@ -310,48 +312,117 @@ def qi_groups(qi_rows, k, method="sort_cut", kinds=None, seed=None):
 
 
 class _Fbs:
-    """Live FBs.  rows[b]: record indices in T order; cnt[b][a]: Counter of SA a's value codes
-    (zero counts removed, so the keys are the FB's value set); holders[v]: FBs holding delta
-    code v."""
+    """Live FBs.  rows[b]: record indices in T order; cnt[b][a]: dict of SA a's value codes ->
+    count (zero counts removed, so the keys are the FB's value set); mask[b][a]: the same value
+    set as a bit mask (bit x set iff code x occurs); holders[v]: FBs holding delta code v;
+    open[v]: those holding it fewer than c_f times; free[v]: sum over the holders of
+    max(0, c_f - their count of v) (the room for v left in FBs that hold it).
 
-    def __init__(self, codes, d, rank, zeta):
-        self.codes, self.d, self.rank, self.zeta = codes, d, rank, zeta
+    A pair's status (A8) depends only on the two FBs' non-delta value sets, their signature:
+    sid[b] numbers the signature of FB b (interned), and statuses are cached per pair of
+    signature numbers (FBs often share a signature when the SAs have few values)."""
+
+    def __init__(self, codes, d, rank, zeta, c_f):
+        self.codes, self.d, self.rank, self.zeta, self.c_f = codes, d, rank, zeta, c_f
         self.m = len(codes)
-        self.rows, self.cnt, self.holders = {}, {}, {}
+        self.dc = codes[d]
+        self.vec = list(zip(*codes))  # per record: its SA codes
+        nd = [a for a in range(self.m) if a != d]
+        self.nd = tuple(nd)
+        # positions in a signature (the nd order): a singleton in hard gives status 0, one only
+        # in soft (zeta) status 1
+        self.hard = tuple(p for p, a in enumerate(nd) if a not in zeta)
+        self.soft = tuple(p for p, a in enumerate(nd) if a in zeta)
+        self.nd_hard = tuple(a for a in nd if a not in zeta)
+        self.rows, self.cnt, self.mask, self.holders, self.free = {}, {}, {}, {}, {}
+        self.open, self._grp = {}, {}
+        self.sid, self._ids, self._sigs, self._lc = {}, {}, [], {}
 
     def add(self, b, rows):
         self.rows[b] = sorted(rows, key=self.rank.__getitem__)
-        self.cnt[b] = [Counter() for _ in range(self.m)]
+        self.cnt[b] = [{} for _ in range(self.m)]
+        self.mask[b] = [0] * self.m
         for r in rows:
             self._inc(b, r)
+        self.sid[b] = self.sig_of(self.mask[b])
 
     def _inc(self, b, r):
-        for a in range(self.m):
-            self.cnt[b][a][self.codes[a][r]] += 1
-        v = self.codes[self.d][r]
-        self.holders.setdefault(v, set()).add(b)
+        cnt, mask = self.cnt[b], self.mask[b]
+        for a, x in enumerate(self.vec[r]):
+            c = cnt[a]
+            n = c.get(x, 0)
+            c[x] = n + 1
+            if not n:
+                mask[a] |= 1 << x
+        v = self.dc[r]
+        n = cnt[self.d][v]  # the count of v after
+        if n == 1:
+            if v not in self.holders:
+                self.holders[v], self.open[v], self.free[v] = set(), set(), 0
+            self.holders[v].add(b)
+            self.free[v] += max(0, self.c_f - 1)
+            if self.c_f > 1:
+                self.open[v].add(b)
+        elif n <= self.c_f:
+            self.free[v] -= 1
+            if n == self.c_f:
+                self.open[v].discard(b)
 
     def _dec(self, b, r):
-        for a in range(self.m):
-            c = self.cnt[b][a]
-            x = self.codes[a][r]
-            c[x] -= 1
-            if not c[x]:
+        cnt, mask = self.cnt[b], self.mask[b]
+        for a, x in enumerate(self.vec[r]):
+            c = cnt[a]
+            n = c[x] - 1
+            if n:
+                c[x] = n
+            else:
                 del c[x]
-        v = self.codes[self.d][r]
-        if v not in self.cnt[b][self.d]:
+                mask[a] &= ~(1 << x)
+        v = self.dc[r]
+        n = cnt[self.d].get(v, 0)  # the count of v after
+        if not n:
             self.holders[v].discard(b)
+            self.open[v].discard(b)
+            self.free[v] -= max(0, self.c_f - 1)
+        elif n < self.c_f:
+            self.free[v] += 1
+            self.open[v].add(b)
 
     def move(self, r, src, dst):
         self.rows[src].remove(r)
         self._dec(src, r)
         insort(self.rows[dst], r, key=self.rank.__getitem__)
         self._inc(dst, r)
+        self.sid[src] = self.sig_of(self.mask[src])
+        self.sid[dst] = self.sig_of(self.mask[dst])
+        self._grp.pop(src, None)
+        self._grp.pop(dst, None)
 
     def drop(self, b):
-        for v in self.cnt[b][self.d]:
+        for v, n in self.cnt[b][self.d].items():
             self.holders[v].discard(b)
-        del self.rows[b], self.cnt[b]
+            self.open[v].discard(b)
+            self.free[v] -= max(0, self.c_f - n)
+        del self.rows[b], self.cnt[b], self.mask[b], self.sid[b]
+        self._grp.pop(b, None)
+
+    def groups(self, b):
+        """Delta code -> [(SA codes, first record with them)] of FB b, distinct SA codes in T
+        order (cached until b changes)."""
+        g = self._grp.get(b)
+        if g is None:
+            g, seen, vec, dc = {}, set(), self.vec, self.dc
+            for r in self.rows[b]:
+                t = vec[r]
+                if t not in seen:
+                    seen.add(t)
+                    lst = g.get(dc[r])
+                    if lst is None:
+                        g[dc[r]] = [(t, r)]
+                    else:
+                        lst.append((t, r))
+            self._grp[b] = g
+        return g
 
     def dcount(self, b, v):
         return self.cnt[b][self.d].get(v, 0)
@@ -372,31 +443,47 @@ class _Fbs:
     def singletons(self, i, j):
         """[(SA index, value code)] for every non-delta SA whose value sets meet in one value."""
         out = []
-        for a in range(self.m):
-            if a == self.d:
-                continue
-            x, y = self.cnt[i][a], self.cnt[j][a]
-            if len(x) > len(y):
-                x, y = y, x
-            hit = None
-            for v in x:
-                if v in y:
-                    if hit is not None:
-                        hit = None
-                        break
-                    hit = (v,)
-            else:
-                if hit is not None:
-                    out.append((a, hit[0]))
+        mi, mj = self.mask[i], self.mask[j]
+        for a in self.nd:
+            z = mi[a] & mj[a]
+            if z and not z & (z - 1):
+                out.append((a, z.bit_length() - 1))
         return out
 
-    def level(self, i, j):
-        lev = STRICT
-        for a, _ in self.singletons(i, j):
-            if a not in self.zeta:
-                return 0
-            lev = RELAX
+    def sig_of(self, mask):
+        """The signature number of per-SA value masks."""
+        t = tuple(mask[a] for a in self.nd)
+        x = self._ids.get(t)
+        if x is None:
+            x = self._ids[t] = len(self._sigs)
+            self._sigs.append(t)
+        return x
+
+    def slevel(self, x, y):
+        """Status (A8) of two FBs with signature numbers x and y."""
+        key = x * _SPAN + y if x <= y else y * _SPAN + x
+        lev = self._lc.get(key)
+        if lev is None:
+            if len(self._lc) >= _LEVEL_CACHE:
+                self._lc.clear()
+            ti, tj = self._sigs[x], self._sigs[y]
+            lev = STRICT
+            for p in self.hard:
+                z = ti[p] & tj[p]
+                if z and not z & (z - 1):
+                    lev = 0
+                    break
+            else:
+                for p in self.soft:
+                    z = ti[p] & tj[p]
+                    if z and not z & (z - 1):
+                        lev = RELAX
+                        break
+            self._lc[key] = lev
         return lev
+
+    def level(self, i, j):
+        return self.slevel(self.sid[i], self.sid[j])
 
 
 def _create_fbs(order, dcode, cat, ncat, k, c, c_f):
@@ -469,26 +556,50 @@ def _create_fbs(order, dcode, cat, ncat, k, c, c_f):
 
 def _placement(st, rows, gone, partner, c_f, allow_excess):
     """Target FB per record of a dissolved FB (A9 (b)); None if a record would have to exceed
-    c_f and that is not allowed."""
-    live = [b for b in sorted(st.rows) if b != gone]
-    extra = Counter()
+    c_f and that is not allowed.
+
+    Each record goes to the live FB minimizing (c_f would be exceeded, does not hold the
+    record's delta value, is not `partner`, BID).  Only the FBs holding the value (`holders`,
+    plus those that received it from this FB already) can have a nonzero count, and of them
+    only those in `open` (or among the receivers) are below c_f, so the minimum is found from
+    these sets and from the first live FB outside them, without scanning every FB."""
+    live = sorted(st.rows)
+    live.remove(gone)
+    if partner is not None and (partner == gone or partner not in st.rows):
+        partner = None
+    d = st.d
+    extra = {}  # (b, v) -> records of value v already sent to b
+    got = {}  # v -> FBs that received v from this FB
     out = []
     for r in rows:
-        v = st.codes[st.d][r]
-        best, bkey = None, None
-        for b in live:
-            cv = st.dcount(b, v) + extra[b, v]
-            key = (cv >= c_f, cv == 0, b != partner, b)
-            if bkey is None or key < bkey:
-                best, bkey = b, key
-        if bkey[0] and not allow_excess:
-            return None
+        v = st.dc[r]
+        held = st.holders.get(v, ())
+        gv = got.get(v, ())
+        room = [b for b in st.open.get(v, ()) if b != gone and b not in gv]
+        room += [b for b in gv if st.cnt[b][d].get(v, 0) + extra[b, v] < c_f]
+        if room:  # (False, False, ...): holds v, below c_f
+            best = partner if partner in room else min(room)
+        elif len(held) - (gone in held) + sum(1 for b in gv if b not in held) < len(live):
+            # (False, True, ...): does not hold v
+            if partner is not None and partner not in held and partner not in gv:
+                best = partner
+            else:
+                best = next(b for b in live if b not in held and b not in gv)
+        else:  # (True, False, ...): every live FB holds v at c_f or above
+            if not allow_excess:
+                return None
+            have = (set(held) | set(gv)) - {gone}
+            best = partner if partner in have else min(have)
         out.append((r, best))
-        extra[best, v] += 1
+        extra[best, v] = extra.get((best, v), 0) + 1
+        got.setdefault(v, set()).add(best)
     return out
 
 
 class _Refiner:
+    """RefineFB (A9, A10).  A pair (i, j), i < j, is keyed i * _SPAN + j in the work heap, so
+    the heap orders pairs like tuples and holds plain ints."""
+
     def __init__(self, st, c_f, ids, tick=None):
         self.st, self.c_f, self.ids = st, c_f, ids
         self.events = []
@@ -496,6 +607,8 @@ class _Refiner:
 
     def dissolve(self, gone, partner, allow_excess, why):
         st = self.st
+        if not allow_excess and self._overflows(gone):
+            return None
         rows = list(st.rows[gone])
         plan = _placement(st, rows, gone, partner, self.c_f, allow_excess)
         if plan is None:
@@ -506,58 +619,179 @@ class _Refiner:
         self.events.append(("dissolve", why, tuple(self.ids[r] for r in rows)))
         return {b for _, b in plan}
 
+    def _overflows(self, gone):
+        """Whether dissolving `gone` has to exceed c_f (then `_placement` returns None when
+        excess is not allowed).  A record of delta value v goes to an FB below c_f for v while
+        one exists, whichever it is, so the records of v fit iff there are at most as many as
+        the free places sum(max(0, c_f - count of v)) over the other live FBs; values do not
+        interact.  This answers in O(values of `gone`) instead of a placement over all FBs."""
+        st, c_f = self.st, self.c_f
+        others = len(st.rows) - 1
+        for v, m in st.cnt[gone][st.d].items():
+            free = c_f * (others - (len(st.holders[v]) - 1))  # FBs without v (gone holds v)
+            free += st.free[v] - max(0, c_f - m)  # FBs with v, but gone
+            if m > free:
+                return True
+        return False
+
     def try_swap(self, i, j, target):
+        """A9 (a).  Each candidate swap is evaluated on the value masks the two FBs would have
+        after it (a same-delta swap changes no delta set, hence no partner set), without moving
+        records; only the accepted swap is carried out.
+
+        The outcome of a candidate depends only on the SA codes of its two records, so only the
+        first record with each distinct code vector is tried, in T order (the first acceptable
+        pair of code vectors, taken at their first records, is the first acceptable swap in the
+        T-order double loop).  The pair reaches `target` iff no SA that counts for it (every
+        non-delta SA for eq. (4), the non-zeta ones for eq. (5)) meets in one value; an SA that
+        meets in one value now has to change, so a candidate whose records agree on it fails at
+        once, and when both FBs hold only that one value no candidate can succeed."""
         st = self.st
-        d = st.d
-        others = {}
-        for b, o in ((i, j), (j, i)):
-            for g in st.partners(b):
-                if g != o:
-                    p = (min(b, g), max(b, g))
-                    others[p] = st.level(*p)
-        shared = sorted(set(st.cnt[i][d]) & set(st.cnt[j][d]))
-        for v in shared:
-            ra = [r for r in st.rows[i] if st.codes[d][r] == v]
-            rb = [r for r in st.rows[j] if st.codes[d][r] == v]
-            for a in ra:
-                for b in rb:
-                    st.move(a, i, j)
-                    st.move(b, j, i)
-                    if st.level(i, j) >= target and all(st.level(*p) >= lv for p, lv in others.items()):
-                        self.events.append(("swap", self.ids[a], self.ids[b]))
-                        return {i, j}
-                    st.move(b, i, j)
-                    st.move(a, j, i)
+        mi, mj = st.mask[i], st.mask[j]
+        viol, rest = [], []
+        for s in (st.nd if target == STRICT else st.nd_hard):
+            z = mi[s] & mj[s]
+            if z and not z & (z - 1):
+                if mi[s] == z == mj[s]:
+                    return None  # every record of i and j has this value
+                viol.append(s)
+            else:
+                rest.append(s)
+        check = viol + rest
+        ci, cj = st.cnt[i], st.cnt[j]
+        gi, gj = st.groups(i), st.groups(j)
+        others = {}  # FB -> signature numbers of its partners, built when first needed
+        for v in sorted(gi.keys() & gj.keys()):
+            self.tick()
+            lb = gj[v]
+            for va, a in gi[v]:
+                for vb, b in lb:
+                    for s in viol:
+                        if va[s] == vb[s]:
+                            break  # this SA keeps its single common value
+                    else:
+                        for s in check:
+                            xa, xb = va[s], vb[s]
+                            if xa == xb:
+                                z = mi[s] & mj[s]
+                            else:
+                                zi, zj = mi[s] | 1 << xb, mj[s] | 1 << xa
+                                if ci[s][xa] == 1:
+                                    zi ^= 1 << xa
+                                if cj[s][xb] == 1:
+                                    zj ^= 1 << xb
+                                z = zi & zj
+                            if z and not z & (z - 1):
+                                break  # (i, j) would stay below target
+                        else:
+                            if self._harmless(i, j, va, vb, others):
+                                st.move(a, i, j)
+                                st.move(b, j, i)
+                                self.events.append(("swap", self.ids[a], self.ids[b]))
+                                return {i, j}
         return None
 
-    def run(self, target, allow_excess):
-        """Clear every linkable pair below `target`; returns the pairs left below it (only
-        when dissolving would exceed c_f and that is not allowed)."""
+    def _harmless(self, i, j, va, vb, others):
+        """Whether swapping a record with codes va of FB i and one with codes vb of FB j
+        (same delta value) lowers the status of no other pair of i or j (pairs are compared
+        per signature of the partner: partners with one signature have one status)."""
         st = self.st
-        heap = [p for p in st.pairs() if st.level(*p) < target]
-        heapify(heap)
-        stuck = set()
+        ci, cj = st.cnt[i], st.cnt[j]
+        ni, nj = list(st.mask[i]), list(st.mask[j])
+        for s in st.nd:
+            xa, xb = va[s], vb[s]
+            if xa != xb:
+                ni[s] |= 1 << xb
+                nj[s] |= 1 << xa
+                if ci[s][xa] == 1:
+                    ni[s] ^= 1 << xa
+                if cj[s][xb] == 1:
+                    nj[s] ^= 1 << xb
+        slevel, sid = st.slevel, st.sid
+        for new, own, other in ((ni, i, j), (nj, j, i)):
+            x, y = st.sig_of(new), sid[own]
+            if x == y:
+                continue  # this FB's value sets, hence its pairs, are unchanged
+            sigs = others.get(own)
+            if sigs is None:
+                sigs = others[own] = sorted({sid[g] for g in st.partners(own) if g != other})
+            for z in sigs:
+                if slevel(x, z) < slevel(y, z):
+                    return False
+        return True
+
+    def run(self, target, allow_excess):
+        """Clear every linkable pair below `target`, except those that no swap clears and
+        whose dissolving would exceed c_f when that is not allowed (stuck pairs).
+
+        Pairs are handled in increasing (i, j) order, each time the smallest live, unstuck pair
+        below target.  The heap holds a cursor (i, 0) for every FB i whose pairs (i, j > i) are
+        not listed yet; popping it lists those below target then (before that, the cursor
+        stands for them).  Listed pairs are each queued once; a pair of a listed row enters the
+        heap when it falls below target.  An accepted swap lowers no pair's status (A9 (a)), so
+        it queues nothing; a dissolve changes only the pairs of the FBs receiving records, which
+        are rechecked.  So the heap holds about one row of pairs, not all of them; stuck pairs
+        are bits of one bytearray per row."""
+        st = self.st
+        sid, slevel, partners, rows, lc = st.sid, st.slevel, st.partners, st.rows, st._lc
+        heap = [i * _SPAN for i in sorted(rows)]  # ascending, hence a heap
+        listed = 0  # rows <= listed have been listed (cursors pop in increasing order)
+        queued, stuck = set(), {}
+        width = (max(rows) >> 3) + 1  # BIDs are never created here
+        why = "eq. (4)" if target == STRICT else "eq. (5)"
         while heap:
             self.tick()
-            i, j = heappop(heap)
-            if i not in st.rows or j not in st.rows or (i, j) in stuck or st.level(i, j) >= target:
+            key = heappop(heap)
+            i, j = divmod(key, _SPAN)
+            if not j:  # the cursor of row i: list its pairs below target
+                listed = i
+                if i in rows:
+                    x = sid[i]
+                    for g in partners(i):
+                        if g > i:
+                            y = sid[g]
+                            lev = lc.get(x * _SPAN + y if x <= y else y * _SPAN + x)
+                            if (slevel(x, y) if lev is None else lev) < target:
+                                heappush(heap, key + g)
+                                queued.add(key + g)
                 continue
-            touched = self.try_swap(i, j, target)
+            queued.discard(key)
+            if i not in rows or j not in rows:
+                continue
+            row = stuck.get(i)
+            if row is not None and row[j >> 3] >> (j & 7) & 1:
+                continue
+            x, y = sid[i], sid[j]
+            lev = lc.get(x * _SPAN + y if x <= y else y * _SPAN + x)
+            if (slevel(x, y) if lev is None else lev) >= target:
+                continue
+            if self.try_swap(i, j, target) is not None:
+                continue
+            gone, partner = (i, j) if len(rows[i]) < len(rows[j]) else (j, i)
+            touched = self.dissolve(gone, partner, allow_excess, why)
             if touched is None:
-                gone, partner = (i, j) if len(st.rows[i]) < len(st.rows[j]) else (j, i)
-                why = "eq. (4)" if target == STRICT else "eq. (5)"
-                touched = self.dissolve(gone, partner, allow_excess, why)
-            if touched is None:
-                stuck.add((i, j))
+                if row is None:
+                    row = stuck[i] = bytearray(width)
+                row[j >> 3] |= 1 << (j & 7)
                 continue
             for b in touched:
-                if b not in st.rows:
-                    continue
-                for g in st.partners(b):
-                    p = (min(b, g), max(b, g))
-                    if st.level(*p) < target:
+                self.tick()
+                x = sid[b]
+                for g in partners(b):
+                    lo, hi = (b, g) if b < g else (g, b)
+                    if lo > listed:
+                        continue  # its cursor still stands for the pair
+                    p = lo * _SPAN + hi
+                    if p in queued:
+                        continue
+                    row = stuck.get(lo)
+                    if row is not None and row[hi >> 3] >> (hi & 7) & 1:
+                        continue
+                    y = sid[g]
+                    lev = lc.get(x * _SPAN + y if x <= y else y * _SPAN + x)
+                    if (slevel(x, y) if lev is None else lev) < target:
                         heappush(heap, p)
-        return {p for p in stuck if p[0] in st.rows and p[1] in st.rows and st.level(*p) < target}
+                        queued.add(p)
 
 
 # --------------------------------------------------------------------------------------------
@@ -677,7 +911,7 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
 
     # CreateFB and the remainder (A6, A7).
     fbs, rest = _create_fbs(order, codes[d], cat, len(ctg), k, c, c_f)
-    st = _Fbs(codes, d, rank, frozenset(sas.index(z) for z in zeta))
+    st = _Fbs(codes, d, rank, frozenset(sas.index(z) for z in zeta), c_f)
     for b, rows in enumerate(fbs, start=1):
         st.add(b, rows)
     ref = _Refiner(st, c_f, ids, tick)
