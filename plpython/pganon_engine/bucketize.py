@@ -973,8 +973,8 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
         nonlocal cnt, wide
         if not wide and gs >= 65534:
             cnt = cnt.astype(np.int32)
-            for lv in thr:
-                thr[lv] = thr[lv].astype(np.int32)
+            for lv, a in thr.items():
+                thr[lv] = a.astype(np.int32)
             wide = True
         gsz[gg] = gs
         for lv, a in thr.items():
@@ -1012,9 +1012,7 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
                 # records the group can take: (c + k) * l <= gs + k for every constraint
                 k = rem
                 for r, lv in cons:
-                    t = (gs - cnt.item(r, gg) * lv) // (lv - 1)
-                    if t < k:
-                        k = t
+                    k = min(k, (gs - cnt.item(r, gg) * lv) // (lv - 1))
                 grow(gg, gs + k)
                 for r, lv in cons:
                     cnt[r, gg] = cnt.item(r, gg) + k
