@@ -71,6 +71,15 @@ Input size.  The category table needs only the delta value counts and the QI gro
 the distinct QI vectors with counts, but CreateFB and refinement depend on the T order of the
 records and on each FB's value sets, so this planner takes one row per record (ids, QI values,
 SA values): memory grows with rows * (QIs + SAs), held as small ints per SA.
+
+Refinement cost.  The number of linkable pairs grows with the square of the number of FBs, and
+with few-valued SAs most of them violate eq. (4) and many are stuck (no swap, no dissolve within
+c_f).  The implementation does exactly what A9/A10 say, with less work per pair: value sets are
+bit masks, a pair's status is cached per pair of FB signatures (non-delta value sets), swaps are
+evaluated on the masks they would give (once per pair of distinct SA code vectors) instead of
+being carried out and undone, only pairs whose status can have dropped are re-queued, a row of
+pairs (i, j > i) is listed only when refinement reaches FB i, and whether a dissolve would exceed
+c_f is answered from per-value free room.  The unit tests compare it with a literal reading.
 """
 
 from __future__ import annotations
@@ -82,7 +91,7 @@ from bisect import insort
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
 from itertools import combinations
 
 from .ck_categories import CategoryTable, Weights, category_table, weights
@@ -112,6 +121,7 @@ MODES = ("strict", "relax")
 STRICT, RELAX = 2, 1  # pair status levels (A8)
 _SPAN = 1 << 31  # pair keys: x * _SPAN + y (signature numbers, BIDs) orders like (x, y)
 _LEVEL_CACHE = 1 << 18  # most cached pair statuses kept (the cache is emptied when full)
+_SIG_SLACK = 1 << 14  # signatures of no live FB kept before `_Fbs.compact`
 
 
 # --------------------------------------------------------------------------------------------
@@ -485,6 +495,17 @@ class _Fbs:
     def level(self, i, j):
         return self.slevel(self.sid[i], self.sid[j])
 
+    def compact(self):
+        """Forget the signatures no live FB has (swap trials and moves leave many behind, and
+        with SAs of many values they are long masks); renumbers them, empties the cache."""
+        keep = sorted(set(self.sid.values()))
+        new = {x: n for n, x in enumerate(keep)}
+        self._sigs = [self._sigs[x] for x in keep]
+        self._ids = {t: n for n, t in enumerate(self._sigs)}
+        for b, x in self.sid.items():
+            self.sid[b] = new[x]
+        self._lc.clear()
+
 
 def _create_fbs(order, dcode, cat, ncat, k, c, c_f):
     """CreateFB (A6).  Returns (list of FBs as record lists, remainder records)."""
@@ -714,7 +735,7 @@ class _Refiner:
                 continue  # this FB's value sets, hence its pairs, are unchanged
             sigs = others.get(own)
             if sigs is None:
-                sigs = others[own] = sorted({sid[g] for g in st.partners(own) if g != other})
+                sigs = others[own] = {sid[g] for g in st.partners(own) if g != other}
             for z in sigs:
                 if slevel(x, z) < slevel(y, z):
                     return False
@@ -737,10 +758,13 @@ class _Refiner:
         heap = [i * _SPAN for i in sorted(rows)]  # ascending, hence a heap
         listed = 0  # rows <= listed have been listed (cursors pop in increasing order)
         queued, stuck = set(), {}
+        overflows = {}  # FB -> whether dissolving it exceeds c_f, while no FB changes
         width = (max(rows) >> 3) + 1  # BIDs are never created here
         why = "eq. (4)" if target == STRICT else "eq. (5)"
         while heap:
             self.tick()
+            if len(st._sigs) > _SIG_SLACK + 4 * len(rows):
+                st.compact()  # (between pairs: no signature number is held here then)
             key = heappop(heap)
             i, j = divmod(key, _SPAN)
             if not j:  # the cursor of row i: list its pairs below target
@@ -766,14 +790,22 @@ class _Refiner:
             if (slevel(x, y) if lev is None else lev) >= target:
                 continue
             if self.try_swap(i, j, target) is not None:
+                overflows.clear()
                 continue
             gone, partner = (i, j) if len(rows[i]) < len(rows[j]) else (j, i)
-            touched = self.dissolve(gone, partner, allow_excess, why)
+            if allow_excess:
+                touched = self.dissolve(gone, partner, allow_excess, why)
+            else:
+                over = overflows.get(gone)
+                if over is None:
+                    over = overflows[gone] = self._overflows(gone)
+                touched = None if over else self.dissolve(gone, partner, allow_excess, why)
             if touched is None:
                 if row is None:
                     row = stuck[i] = bytearray(width)
                 row[j >> 3] |= 1 << (j & 7)
                 continue
+            overflows.clear()
             for b in touched:
                 self.tick()
                 x = sid[b]

@@ -662,3 +662,163 @@ def test_generalize_cells_cover_their_records(t):
     assert all(n >= k for (gid, v), n in kept.items() if v != "*")
     res = ck.ncp(gen.groups.values(), gen.domains)
     assert 0.0 <= res.percent <= 100.0
+
+
+# --------------------------------------------------------------------------------------------
+# Refinement: the fast implementation against a literal one
+# --------------------------------------------------------------------------------------------
+# `_LiteralRefiner` is A9/A10 read literally: every status recomputed from the FBs' value sets,
+# every candidate swap carried out and undone, every dissolve placed over all FBs, every pair
+# below target re-queued after a change.  ck.py's `_Refiner` caches and skips work; both must
+# give the same FBs and events.
+
+
+def _lit_level(st, i, j):
+    lev = 2
+    for a in range(st.m):
+        if a == st.d:
+            continue
+        common = set(st.cnt[i][a]) & set(st.cnt[j][a])
+        if len(common) == 1:
+            if a not in st.zeta:
+                return 0
+            lev = 1
+    return lev
+
+
+def _lit_partners(st, b):
+    return {g for g in st.rows if g != b and set(st.cnt[g][st.d]) & set(st.cnt[b][st.d])}
+
+
+def _lit_placement(st, rows, gone, partner, c_f, allow_excess):
+    live = [b for b in sorted(st.rows) if b != gone]
+    extra = Counter()
+    out = []
+    for r in rows:
+        v = st.codes[st.d][r]
+        best = min(live, key=lambda b: (st.cnt[b][st.d].get(v, 0) + extra[b, v] >= c_f,
+                                        st.cnt[b][st.d].get(v, 0) + extra[b, v] == 0,
+                                        b != partner, b))
+        if st.cnt[best][st.d].get(v, 0) + extra[best, v] >= c_f and not allow_excess:
+            return None
+        out.append((r, best))
+        extra[best, v] += 1
+    return out
+
+
+class _LiteralRefiner:
+    def __init__(self, st, c_f, ids, tick=None):
+        self.st, self.c_f, self.ids, self.events = st, c_f, ids, []
+
+    def dissolve(self, gone, partner, allow_excess, why):
+        st = self.st
+        rows = list(st.rows[gone])
+        plan = _lit_placement(st, rows, gone, partner, self.c_f, allow_excess)
+        if plan is None:
+            return None
+        for r, b in plan:
+            st.move(r, gone, b)
+        st.drop(gone)
+        self.events.append(("dissolve", why, tuple(self.ids[r] for r in rows)))
+        return {b for _, b in plan}
+
+    def try_swap(self, i, j, target):
+        st = self.st
+        d = st.d
+        others = {}
+        for b, o in ((i, j), (j, i)):
+            for g in _lit_partners(st, b) - {o}:
+                p = (min(b, g), max(b, g))
+                others[p] = _lit_level(st, *p)
+        for v in sorted(set(st.cnt[i][d]) & set(st.cnt[j][d])):
+            ra = [r for r in st.rows[i] if st.codes[d][r] == v]
+            rb = [r for r in st.rows[j] if st.codes[d][r] == v]
+            for a in ra:
+                for b in rb:
+                    st.move(a, i, j)
+                    st.move(b, j, i)
+                    if _lit_level(st, i, j) >= target and all(
+                            _lit_level(st, *p) >= lv for p, lv in others.items()):
+                        self.events.append(("swap", self.ids[a], self.ids[b]))
+                        return True
+                    st.move(b, i, j)
+                    st.move(a, j, i)
+        return False
+
+    def run(self, target, allow_excess):
+        st = self.st
+        todo = {(i, j) for i, j in combinations(sorted(st.rows), 2)
+                if j in _lit_partners(st, i) and _lit_level(st, i, j) < target}
+        stuck = set()
+        while todo:
+            i, j = min(todo)
+            todo.discard((i, j))
+            if i not in st.rows or j not in st.rows or (i, j) in stuck \
+                    or _lit_level(st, i, j) >= target:
+                continue
+            if self.try_swap(i, j, target):
+                touched = {i, j}
+            else:
+                gone, partner = (i, j) if len(st.rows[i]) < len(st.rows[j]) else (j, i)
+                why = "eq. (4)" if target == 2 else "eq. (5)"
+                touched = self.dissolve(gone, partner, allow_excess, why)
+                if touched is None:
+                    stuck.add((i, j))
+                    continue
+            for b in touched:
+                for g in _lit_partners(st, b):
+                    p = (min(b, g), max(b, g))
+                    if _lit_level(st, *p) < target:
+                        todo.add(p)
+
+
+def _facts(p):
+    return p.fb, p.initial_fb, p.events, p.mode_achieved, p.cf_exceeded, p.fallback_reason
+
+
+def _literal(monkeypatch, plan):
+    with monkeypatch.context() as m:
+        m.setattr(ck, "_Refiner", _LiteralRefiner)
+        return plan()
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(small_tables(), st.one_of(st.none(), st.integers(0, 99)))
+def test_refinement_equals_literal_reading(monkeypatch, t, seed):
+    rows, k, c, c_f, mode = t
+    if c > _n_categories(rows, k):
+        return
+    fast = _ck(rows, k, c, c_f, mode, seed)
+    assert _facts(fast) == _facts(_literal(monkeypatch, lambda: _ck(rows, k, c, c_f, mode, seed)))
+
+
+def _skewed_table(n, seed):
+    """NMES-like: a 9-valued delta and few-valued, skewed SAs (many one-value intersections)."""
+    rnd = __import__("random").Random(seed)
+    out = []
+    for i in range(n):
+        out.append((i, (rnd.randint(66, 100), rnd.choice("MF")),
+                    (min(8, int(rnd.expovariate(0.6))),
+                     rnd.choices(["poor", "average", "excellent"], [1, 8, 1])[0],
+                     rnd.choices([0, 1], [8, 2])[0], rnd.choices(["no", "yes"], [9, 1])[0],
+                     rnd.choices(["a", "b", "c", "d"], [5, 3, 1, 1])[0])))
+    return out
+
+
+@pytest.mark.parametrize("n,k,mode,zeta,seed", [
+    (240, 4, "strict", (), None),
+    (240, 2, "strict", ("s4",), 5),
+    (300, 3, "relax", ("s2", "s4"), None),
+])
+def test_refinement_equals_literal_reading_mid_size(monkeypatch, n, k, mode, zeta, seed):
+    recs = _skewed_table(n, 11)
+    sas = ["d", "s1", "s2", "s3", "s4"]
+
+    def plan():
+        return ck.ck_plan(recs, ["age", "sex"], sas, k, 2, 2, "d", mode, zeta=zeta,
+                          kinds=["numeric", "categorical"], seed=seed)
+    fast = plan()
+    assert any(e[0] == "dissolve" for e in fast.events)
+    assert _facts(fast) == _facts(_literal(monkeypatch, plan))
+
