@@ -506,8 +506,9 @@ class _TrieEngine:
     true MSDCF key, and capacity changes again only touch one entry per value.
     """
 
-    def __init__(self, inp):
+    def __init__(self, inp, tick=None):
         self.inp = inp
+        self.tick = tick or (lambda: None)
 
     def run(self):
         """Returns (size, group_l, order): sizes left for the residual phase, l_G of each
@@ -857,7 +858,9 @@ class _TrieEngine:
             thr = [lG // l for l in lval]
             per_top.append((lG, thr, [(lam,) + finders[lam] for lam in levels_desc[ti:]]))
         ti = 0  # the top non-empty level only moves down
+        tick = self.tick
         while remaining > 0:
+            tick()
             while not nonempty[levels_desc[ti]]:
                 ti += 1
             lG, thr, live = per_top[ti]
@@ -1037,7 +1040,7 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
 
 
 def plan(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None, tie="first",
-         seed=None, *, keep_order=False):
+         seed=None, *, keep_order=False, tick=None):
     """Plan the groups for one of the six algorithms (spec section 3.2) on bucket counts.
 
     sizes[b]: records in bucket b (first-appearance order = 'first' tie order);
@@ -1046,12 +1049,13 @@ def plan(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None,
     variant: 'mbf' | 'msdcf' | 'mmdcf'; mslf=False gives the baseline with one uniform level
     whose l is baseline_l (default: l of the highest level present).
     keep_order=True also records the pick order (for tests; memory is one int per record).
+    tick: called once per group, so the database can notice a cancel or statement_timeout.
     Returns a `Plan`; identical to `plan_reference` for the same arguments."""
     inp = _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed)
     if inp.B == 0 or sum(inp.sizes) == 0:
         return Plan(0, [], array("q"), array("q"), array("q"), [0] * inp.B, 0, 0, 0,
                     array("q") if keep_order else None, [] if keep_order else None)
-    size, group_l, order = _TrieEngine(inp).run()
+    size, group_l, order = _TrieEngine(inp, tick).run()
     rb, pb, pg = _RunBuilder.from_picks(order, group_l, inp.B)
     suppressed, placed, residual = _residual_fast(inp, size, group_l, rb, keep_order, pb, pg)
     return Plan(

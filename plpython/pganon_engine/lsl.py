@@ -145,7 +145,8 @@ def plan(db, ds, p, sizes, values, levels):
     db.run(f"ANALYZE {BUCKET_L}")
     try:
         return bucketize.plan(sizes, values, levels, ds.level_l, p["variant"], mslf=p["mslf"],
-                              baseline_l=p["baseline_l"], tie=p["tie"], seed=p["seed"])
+                              baseline_l=p["baseline_l"], tie=p["tie"], seed=p["seed"],
+                              tick=db.interruptible())
     except ValueError as exc:
         raise invalid(str(exc))
 

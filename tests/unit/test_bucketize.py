@@ -450,3 +450,20 @@ def test_errors(kwargs, match):
     for impl in (bz.plan, bz.plan_reference):
         with pytest.raises(ValueError, match=match):
             impl(**args)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+@pytest.mark.parametrize("variant", ["mbf", "msdcf", "mmdcf"])
+def test_plan_calls_tick_once_per_group_so_a_cancel_stops_it(variant):
+    sizes, values, levels, _, _ = table1()
+    calls = []
+    bz.plan(sizes, values, levels, L3, variant, tick=lambda: calls.append(1))
+    assert len(calls) == 4  # Table 1 forms four groups, one tick each
+
+    def cancel():
+        raise _Cancelled
+    with pytest.raises(_Cancelled):
+        bz.plan(sizes, values, levels, L3, variant, tick=cancel)
