@@ -14,7 +14,7 @@ import yaml
 from .errors import PganonError, from_db_error
 
 TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l",
-            "dependencies", "external_factor", "delta", "zeta"}
+            "dependencies", "external_factor", "delta", "zeta", "hierarchies"}
 ATTR_KEYS = {"column", "role", "kind"}
 
 
@@ -64,6 +64,37 @@ def set_delta(conn, dataset: str, column: str | None) -> None:
 
 def set_zeta(conn, dataset: str, columns: list[str] | None) -> None:
     _call(conn, "SELECT pganon.set_zeta(%s, %s::text[])", (dataset, columns))
+
+
+def set_hierarchy(conn, dataset: str, column: str, csv: str, sep: str = ";") -> dict:
+    return _call(conn, "SELECT pganon.set_hierarchy(%s, %s, %s, %s)", (dataset, column, csv, sep))[0][0]
+
+
+def build_hierarchy(conn, dataset: str, column: str, builder: str, params: dict | None = None) -> dict:
+    return _call(conn, "SELECT pganon.build_hierarchy(%s, %s, %s, %s::jsonb)",
+                 (dataset, column, builder, json.dumps(params or {})))[0][0]
+
+
+def _apply_hierarchies(conn, name: str, entries, base: Path) -> int:
+    """`hierarchies:` maps a column to {file: CSV path relative to the spec file[, sep]} or to
+    {builder: intervals | dates | redaction[, params: {...}]}."""
+    if not isinstance(entries, dict):
+        raise PganonError("hierarchies must map a column to {file: ...} or {builder: ...}")
+    for column, h in entries.items():
+        if isinstance(h, str):
+            h = {"file": h}
+        if not isinstance(h, dict) or ("file" in h) == ("builder" in h):
+            raise PganonError(f"hierarchies.{column} needs exactly one of 'file' or 'builder'")
+        if "file" in h:
+            path = base / h["file"]
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise PganonError(f"hierarchies.{column}: cannot read {path}: {exc.strerror}") from None
+            set_hierarchy(conn, name, column, text, h.get("sep", ";"))
+        else:
+            build_hierarchy(conn, name, column, h["builder"], h.get("params"))
+    return len(entries)
 
 
 def drop_dataset(conn, dataset: str) -> None:
@@ -131,5 +162,6 @@ def apply(conn: psycopg.Connection, path: str | Path, source: str | None = None)
             set_delta(conn, name, spec["delta"])
         if spec.get("zeta") is not None:
             set_zeta(conn, name, list(spec["zeta"]))
+        n_hier = _apply_hierarchies(conn, name, spec.get("hierarchies") or {}, Path(path).parent)
     return {"dataset": name, "attributes": len(spec.get("attributes") or []), "security_levels": n_levels,
-            "level_l": level_l, "dependencies": len(deps)}
+            "level_l": level_l, "dependencies": len(deps), "hierarchies": n_hier}

@@ -51,3 +51,33 @@ return want
 $$;
 COMMENT ON FUNCTION pganon._engine_boot() IS
   'Internal: make the pganon_engine package importable in this session from pganon._engine_module.';
+
+-- One door for engine calls that return jsonb: pganon._engine(entry, arguments) runs the entry
+-- point named in pganon_engine.entries.ENTRIES with the object's keys as keyword arguments; pganon._call strips the
+-- "plpy.Error: " prefix PL/Python puts on every message, keeping SQLSTATE, hint and detail.
+-- Public functions are one-line SQL wrappers around pganon._call.
+CREATE OR REPLACE FUNCTION pganon._engine(entry text, arguments jsonb) RETURNS jsonb
+LANGUAGE plpython3u VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+plpy.execute("SELECT pganon._engine_boot()")
+from pganon_engine import entries, plpy_adapter
+return plpy_adapter.call(plpy, entries.run, entry=entry, arguments=arguments)
+$$;
+COMMENT ON FUNCTION pganon._engine(text, jsonb) IS
+  'Internal: run the engine entry point ENTRIES[entry](db, **arguments); returns its jsonb result.';
+
+CREATE OR REPLACE FUNCTION pganon._call(entry text, arguments jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  msg text; code text; hint text; detail text;
+BEGIN
+  RETURN pganon._engine(entry, arguments);
+EXCEPTION WHEN SQLSTATE 'PA000' THEN
+  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, code = RETURNED_SQLSTATE, hint = PG_EXCEPTION_HINT,
+                          detail = PG_EXCEPTION_DETAIL;
+  RAISE EXCEPTION USING MESSAGE = regexp_replace(msg, '^plpy\.[A-Za-z]+: ', ''), ERRCODE = code,
+                        HINT = coalesce(hint, ''), DETAIL = coalesce(detail, '');
+END $$;
+COMMENT ON FUNCTION pganon._call(text, jsonb) IS
+  'Internal: pganon._engine with pganon''s errors (class PA) raised with clean messages.';

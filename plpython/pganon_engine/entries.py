@@ -1,0 +1,38 @@
+"""The engine entry points reachable through `pganon._engine(entry, arguments jsonb)`.
+
+Each entry takes the database handle and keyword arguments from the jsonb object and returns
+something JSON can carry; one SQL wrapper per public function names its entry here, so adding a
+function never needs another PL/Python wrapper or error-translating PL/pgSQL block.
+"""
+
+import json
+
+from .errors import invalid
+
+
+def _hierarchy(name):
+    def run(db, **kw):
+        from . import hierarchy_store
+        return getattr(hierarchy_store, name)(db, **kw)
+    return run
+
+
+def _check(db, **kw):
+    from . import check
+    return check.check_relation(db, **kw)
+
+
+ENTRIES = {
+    "set_hierarchy": _hierarchy("set_from_csv"),
+    "build_hierarchy": _hierarchy("build"),
+    "hierarchy_csv": _hierarchy("to_csv"),
+    "check": _check,
+}
+
+
+def run(db, entry, arguments):
+    fn = ENTRIES.get(entry)
+    if fn is None:
+        raise invalid(f"unknown engine entry {entry!r}")
+    kwargs = json.loads(arguments) if isinstance(arguments, str) else (arguments or {})
+    return json.dumps(fn(db, **kwargs))
