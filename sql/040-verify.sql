@@ -263,6 +263,128 @@ BEGIN
   RETURN NEXT;
 END $$;
 
+CREATE OR REPLACE FUNCTION pganon._hierarchy_closure(dataset_id int, column_name name)
+RETURNS TABLE (node text, leaf text)
+LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+  -- every (ancestor-or-self, leaf) pair of a stored hierarchy, walked from the catalog's parent links
+  WITH RECURSIVE up(node, leaf) AS (
+    SELECT n.node, n.node FROM pganon.hierarchy_node n
+     WHERE n.dataset_id = $1 AND n.column_name = $2
+       AND NOT EXISTS (SELECT 1 FROM pganon.hierarchy_node c WHERE c.dataset_id = $1 AND c.column_name = $2
+                                                               AND c.parent = n.node)
+    UNION ALL
+    SELECT n.parent, up.leaf FROM up JOIN pganon.hierarchy_node n
+      ON n.dataset_id = $1 AND n.column_name = $2 AND n.node = up.node AND n.parent IS NOT NULL)
+  SELECT node, leaf FROM up
+$$;
+COMMENT ON FUNCTION pganon._hierarchy_closure(int, name) IS
+  'Internal: (node, leaf) for every node of a hierarchy and every leaf below it (the node itself for a leaf).';
+
+CREATE OR REPLACE FUNCTION pganon._verify_generalized(lay jsonb, source regclass, source_rows bigint,
+                                                      suppressed_rows bigint, dataset_id int)
+RETURNS TABLE ("check" text, passed boolean, detail text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
+AS $$
+-- Generalized releases (gaa, mondrian): one GT row per record, QIs recoded per class.
+DECLARE
+  gt regclass := (lay->'relations'->>'gt')::regclass;
+  map regclass := (lay->'relations'->>'map')::regclass;
+  keycol text := lay->>'key';
+  k int := (lay->>'k')::int;
+  priv jsonb := lay->'privacy';
+  qcols text; cover text := ''; ctes text := ''; hjoins text := ''; qi jsonb; sa text; i int := 0;
+  n bigint; m bigint; bad bigint; bad2 bigint; ex text; val float8;
+BEGIN
+  SELECT string_agg(format('%I', x->>'column'), ', ') INTO qcols FROM jsonb_array_elements(lay->'qis') x;
+
+  -- k-anonymity over what an analyst sees: every published QI vector occurs at least k times
+  EXECUTE format('SELECT count(*), min(format(''a QI vector on %%s rows'', c))
+                    FROM (SELECT count(*) AS c FROM %s GROUP BY %s) x WHERE c < %s', gt, qcols, k) INTO bad, ex;
+  "check" := 'k_anonymity'; passed := bad = 0;
+  detail := CASE WHEN passed THEN format('every QI vector of the GT occurs at least k = %s times', k)
+                 ELSE format('%s QI vector(s) below k = %s, e.g. %s', bad, k, ex) END;
+  RETURN NEXT;
+
+  -- the privacy model the release promises beyond k, per published SA, over the QI vectors
+  IF priv IS NOT NULL AND jsonb_typeof(priv) = 'object' THEN
+    FOR sa IN SELECT jsonb_array_elements_text(lay->'sas') LOOP
+      IF priv->>'model' = 'l_diversity' THEN
+        EXECUTE format('SELECT min(c) FROM (SELECT count(DISTINCT %I) AS c FROM %s GROUP BY %s) x', sa, gt, qcols) INTO val;
+        passed := val >= (priv->>'l')::float8;
+      ELSIF priv->>'model' = 'entropy_l_diversity' THEN
+        EXECUTE format('SELECT min(h) FROM (SELECT -sum(p * ln(p)) AS h FROM (
+                          SELECT %2$s, count(*)::float8 / sum(count(*)) OVER (PARTITION BY %2$s) AS p
+                            FROM %1$s GROUP BY %2$s, %3$I) y GROUP BY %2$s) x', gt, qcols, sa) INTO val;
+        val := exp(val);
+        passed := ln(val) >= ln((priv->>'l')::float8) - 1e-9;
+      ELSIF priv->>'model' = 'alpha_k_anonymity' THEN
+        EXECUTE format('SELECT max(c::float8 / t) FROM (SELECT count(*) AS c, sum(count(*)) OVER (PARTITION BY %2$s) AS t
+                          FROM %1$s GROUP BY %2$s, %3$I) x', gt, qcols, sa) INTO val;
+        passed := val <= (priv->>'alpha')::float8 + 1e-12;
+      ELSE  -- t_closeness: sum over all values of |q - p| (l1), halved for the equal-distance EMD
+        EXECUTE format('WITH g AS (SELECT %3$I AS v, count(*)::float8 / sum(count(*)) OVER () AS p FROM %1$s GROUP BY 1),
+                             c AS (SELECT ROW(%2$s)::text AS cls, %3$I AS v, count(*)::float8 / sum(count(*)) OVER (PARTITION BY %2$s) AS q
+                                     FROM %1$s GROUP BY %2$s, %3$I)
+                        SELECT max(d) FROM (SELECT cls, sum(abs(c.q - g.p) - g.p) + 1 AS d FROM c JOIN g USING (v) GROUP BY cls) x',
+                       gt, qcols, sa) INTO val;
+        IF priv->>'distance' = 'equal' THEN val := val / 2; END IF;
+        passed := val <= (priv->>'t')::float8 + 1e-9;
+      END IF;
+      "check" := format('%s(%s)', priv->>'model', sa);
+      detail := format('achieved %s over the QI vectors; required %s', round(val::numeric, 6),
+                       (priv - 'model')::text);
+      RETURN NEXT;
+    END LOOP;
+  END IF;
+
+  -- every source row is published exactly once (these methods suppress nothing)
+  EXECUTE format('SELECT count(*), count(DISTINCT m.%1$I), count(*) - count(s.%1$I) FROM %2$s m LEFT JOIN %3$s s USING (%1$I)',
+                 keycol, map, source) INTO n, m, bad;
+  EXECUTE format('SELECT count(*) FROM %s', gt) INTO bad2;
+  "check" := 'partition'; passed := n = m AND n = bad2 AND n + suppressed_rows = source_rows AND bad = 0;
+  detail := format('%s published + %s suppressed = %s source rows; %s GT rows; %s duplicate and %s unknown keys',
+                   n, suppressed_rows, source_rows, bad2, n - m, bad);
+  RETURN NEXT;
+
+  -- each class publishes one QI vector, that vector covers every member's values, and the GT
+  -- holds per class exactly the members' sensitive values
+  FOR qi IN SELECT * FROM jsonb_array_elements(lay->'qis') LOOP
+    i := i + 1;
+    IF qi->>'form' = 'range' THEN
+      cover := cover || format(' OR NOT s.%1$I <@ v.%1$I', qi->>'column');
+    ELSIF qi->>'form' = 'values' THEN
+      cover := cover || format(' OR NOT s.%1$I::text = ANY (v.%1$I)', qi->>'column');
+    ELSE  -- a hierarchy label: the record's value must be a leaf below it
+      ctes := ctes || format(', h%s AS (SELECT * FROM pganon._hierarchy_closure(%s, %L))', i, dataset_id, qi->>'column');
+      hjoins := hjoins || format(' LEFT JOIN h%1$s ON h%1$s.node = v.%2$I AND h%1$s.leaf = s.%2$I::text', i, qi->>'column');
+      cover := cover || format(' OR h%s.node IS NULL', i);
+    END IF;
+  END LOOP;
+  EXECUTE format('SELECT count(*) FROM (SELECT class_id FROM %s GROUP BY class_id HAVING count(DISTINCT ROW(%s)) > 1) x', gt, qcols) INTO bad;
+  EXECUTE format('WITH v AS (SELECT DISTINCT ON (class_id) * FROM %1$s ORDER BY class_id)%6$s
+                  SELECT count(*) FROM %2$s m JOIN %3$s s USING (%4$I) LEFT JOIN v USING (class_id)%7$s
+                   WHERE v.class_id IS NULL%5$s', gt, map, source, keycol, cover, ctes, hjoins) INTO bad2;
+  EXECUTE format('SELECT count(*) FROM (SELECT class_id, %1$s, count(*) AS c FROM %2$s GROUP BY class_id, %1$s) g
+                    FULL JOIN (SELECT m.class_id, %3$s, count(*) AS c FROM %4$s m JOIN %5$s s USING (%6$I) GROUP BY m.class_id, %3$s) r
+                    USING (class_id, %1$s) WHERE g.c IS DISTINCT FROM r.c',
+                 (SELECT string_agg(format('%I', x), ', ') FROM jsonb_array_elements_text(lay->'sas') x), gt,
+                 (SELECT string_agg(format('s.%I', x), ', ') FROM jsonb_array_elements_text(lay->'sas') x),
+                 map, source, keycol) INTO m;
+  "check" := 'gt_matches_source'; passed := bad = 0 AND bad2 = 0 AND m = 0;
+  detail := CASE WHEN passed THEN 'every class publishes one QI vector that covers its records, with their sensitive values'
+                 ELSE format('%s class(es) with several QI vectors, %s record(s) not covered, %s SA count mismatch(es)', bad, bad2, m) END;
+  RETURN NEXT;
+
+  SELECT count(*), string_agg(a.attname, ', ') INTO bad, ex FROM pg_attribute a
+   WHERE a.attrelid = gt AND a.attnum > 0 AND NOT a.attisdropped
+     AND (a.attname = keycol OR a.attname IN (SELECT x.column_name FROM pganon.attribute x
+                                               WHERE x.dataset_id = _verify_generalized.dataset_id AND x.role = 'identifier'));
+  "check" := 'no_identifiers'; passed := bad = 0;
+  detail := CASE WHEN passed THEN 'the GT carries no key or identifier column' ELSE 'published identifier columns: ' || ex END;
+  RETURN NEXT;
+END $$;
+
 CREATE OR REPLACE FUNCTION pganon.verify(release bigint)
 RETURNS TABLE ("check" text, passed boolean, detail text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
@@ -281,6 +403,9 @@ BEGIN
   ELSIF r.layout->>'family' = 'linked' THEN
     RETURN QUERY SELECT * FROM pganon._verify_linked(r.layout, r.source, r.source_rows,
                                                      r.suppressed_rows, r.dataset_id);
+  ELSIF r.layout->>'family' = 'generalized' THEN
+    RETURN QUERY SELECT * FROM pganon._verify_generalized(r.layout, r.source, r.source_rows,
+                                                          r.suppressed_rows, r.dataset_id);
   ELSE
     RAISE EXCEPTION 'release % has an unknown layout family %', release, r.layout->>'family' USING ERRCODE = 'PA002';
   END IF;

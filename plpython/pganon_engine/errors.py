@@ -24,3 +24,7 @@ def incomplete(message, hint=None, detail=None):
 
 def bad_data(message, hint=None, detail=None):
     return EngineError(message, "PA004", hint, detail)
+
+
+def unsatisfiable(message, hint=None, detail=None):
+    return EngineError(message, "PA005", hint, detail)

@@ -1,0 +1,90 @@
+"""`pganon.check(relation, qis, sas, model, params)`: the privacy models of `models` assessed on
+any table or view, raw or published, from GROUP BY aggregates.
+
+The database groups (QIs -> class sizes; QIs x SA value -> counts; for the joint scope QIs + the
+other SAs x SA value -> counts) and this module hands the counts to `models.check`, so the
+engine holds one count per (class, value), never a row.  A QI cell of any type (ranges, arrays,
+hierarchy labels) groups by equality; a class key is the row of QI cells as text.
+"""
+
+from . import models
+from .errors import bad_data, unknown
+
+ALL = "all"  # model name that checks every model (with the thresholds given for each)
+
+
+def _relation(db, relation):
+    row = db.one("SELECT c.oid::regclass::text AS name FROM pg_catalog.pg_class c WHERE c.oid = $1",
+                 [int(relation)], ["oid"])
+    if row is None:
+        raise unknown(f"relation {relation} does not exist")
+    return row["name"]
+
+
+def _columns(db, relation, name, qis, sas):
+    have = {r["a"] for r in db.rows("SELECT attname::text AS a FROM pg_catalog.pg_attribute WHERE attrelid = $1 "
+                                    "AND attnum > 0 AND NOT attisdropped", [int(relation)], ["oid"])}
+    gone = [c for c in list(qis) + list(sas) if c not in have]
+    if gone:
+        raise unknown(f"{name} has no column(s) {gone}", hint=f"its columns: {sorted(have)}")
+    both = set(qis) & set(sas)
+    if both:
+        raise bad_data(f"column(s) {sorted(both)} are listed as QI and as SA", hint="give each column one role")
+
+
+def _key(db, cols):
+    if not cols:
+        return "''"
+    return "ROW(" + ", ".join(db.ident(c) for c in cols) + ")::text"
+
+
+def _keyed(db, name, by, sa):
+    """{class key: (size, {sa: {value: count}})} grouped by the columns `by`; sa None: sizes only."""
+    key = _key(db, by)
+    if sa is None:
+        return {r["g"]: (int(r["n"]), {}) for r in db.rows(f"SELECT {key} AS g, count(*) AS n FROM {name} GROUP BY 1")}
+    s = db.ident(sa)
+    nulls = db.one(f"SELECT count(*) AS n FROM {name} WHERE {s} IS NULL")["n"]
+    if nulls:
+        raise bad_data(f'sensitive column "{sa}" of {name} has {nulls} NULL value(s)',
+                       hint="filter them in a view, or fill them, before checking")
+    out = {}
+    for r in db.rows(f"SELECT {key} AS g, {s} AS v, count(*) AS n FROM {name} GROUP BY 1, 2"):
+        c = out.setdefault(r["g"], [0, {}])
+        c[0] += int(r["n"])
+        c[1][r["v"]] = int(r["n"])
+    return {g: (n, {sa: h}) for g, (n, h) in out.items()}
+
+
+def aggregates(db, name, qis, sas, joint):
+    """`models.Aggregates` of a relation; the joint scope's groupings only when asked."""
+    if not sas:
+        return models.from_groups([], _keyed(db, name, qis, None).values())
+    per_sa = {s: _keyed(db, name, qis, s) for s in sas}
+    first = per_sa[sas[0]]
+    classes = [(first[g][0], {s: per_sa[s][g][1][s] for s in sas}) for g in first]
+    jt = None
+    if joint and len(sas) > 1:
+        jt = {s: list(_keyed(db, name, list(qis) + [o for o in sas if o != s], s).values()) for s in sas}
+    return models.from_groups(sas, classes, joint=jt)
+
+
+def check_relation(db, relation, qis, sas, model, params=None):
+    """The achieved value of `model` (or of every model with model 'all') and whether the
+    thresholds in params hold; params of model 'all' map a model name to its params."""
+    name = _relation(db, relation)
+    qis, sas = list(qis or []), list(sas or [])
+    _columns(db, relation, name, qis, sas)
+    params = params or {}
+    wanted = list(models.MODELS) if model == ALL else [model]
+    for m in wanted:
+        models._model(m)  # unknown names fail before any work
+    each = params if model == ALL else {model: params}
+    joint = any((each.get(m) or {}).get("scope") == "joint" for m in wanted)
+    agg = aggregates(db, name, qis, sas, joint)
+    out = {}
+    for m in wanted:
+        if m != "k_anonymity" and not sas:
+            continue
+        out[m] = models.check(m, each.get(m) or {}, agg).as_json()
+    return out if model == ALL else out[model]
