@@ -75,6 +75,25 @@ def build_hierarchy(conn, dataset: str, column: str, builder: str, params: dict 
                  (dataset, column, builder, json.dumps(params or {})))[0][0]
 
 
+def hierarchy_csv(conn, dataset: str, column: str, sep: str = ";") -> str:
+    return _call(conn, "SELECT pganon.hierarchy_csv(%s, %s, %s)", (dataset, column, sep))[0][0]
+
+
+def drop_hierarchy(conn, dataset: str, column: str) -> None:
+    _call(conn, "SELECT pganon.drop_hierarchy(%s, %s)", (dataset, column))
+
+
+def hierarchies(conn, dataset: str | None = None) -> list[tuple]:
+    return _call(conn, "SELECT dataset, column_name, origin, height, leaves, nodes FROM pganon.hierarchies "
+                       "WHERE %s::text IS NULL OR dataset = %s ORDER BY 1, 2", (dataset, dataset))
+
+
+def check(conn, relation: str, qis: list[str], sas: list[str], model: str, params: dict | None = None) -> dict:
+    """pganon.check: the achieved value of a privacy model on any table or view."""
+    return _call(conn, "SELECT pganon.check(%s::regclass, %s, %s, %s, %s::jsonb)",
+                 (relation, qis, sas, model, json.dumps(params or {})))[0][0]
+
+
 def _apply_hierarchies(conn, name: str, entries, base: Path) -> int:
     """`hierarchies:` maps a column to {file: CSV path relative to the spec file[, sep]} or to
     {builder: intervals | dates | redaction[, params: {...}]}."""

@@ -148,6 +148,44 @@ def cmd_audit(args):
                      for p in report["pairs_with_singletons"]]))
 
 
+def cmd_hierarchy(args):
+    with connect(args.dsn) as conn:
+        if args.action == "list":
+            print(table(["dataset", "column", "origin", "height", "leaves", "nodes"],
+                        catalog.hierarchies(conn, args.dataset)))
+            return
+        if not args.column:
+            raise PganonError(f"hierarchy {args.action} needs DATASET and COLUMN")
+        if args.action == "set":
+            if not args.file:
+                raise PganonError("hierarchy set needs --file CSV (ARX style: one row per leaf, leaf to root)")
+            try:
+                text = open(args.file, encoding="utf-8").read()
+            except OSError as exc:
+                raise PganonError(f"cannot read {args.file}: {exc.strerror}") from None
+            print(_kv(catalog.set_hierarchy(conn, args.dataset, args.column, text, args.sep)))
+        elif args.action == "build":
+            if not args.builder:
+                raise PganonError("hierarchy build needs --builder intervals|dates|redaction")
+            print(_kv(catalog.build_hierarchy(conn, args.dataset, args.column, args.builder, _parse_params(args))))
+        elif args.action == "show":
+            print(catalog.hierarchy_csv(conn, args.dataset, args.column, args.sep), end="")
+        else:
+            catalog.drop_hierarchy(conn, args.dataset, args.column)
+            print(f"{args.dataset}.{args.column}: hierarchy dropped")
+
+
+def cmd_check(args):
+    split = lambda x: [c for c in (x or "").split(",") if c]
+    with connect(args.dsn) as conn:
+        out = catalog.check(conn, args.relation, split(args.qis), split(args.sas), args.model, _parse_params(args))
+    results = out if args.model == "all" else {args.model: out}
+    print(table(["model", "scope", "value", "per SA", "holds"],
+                [(m, r["scope"], r["value"], r["per_sa"] or "", r["holds"]) for m, r in results.items()]))
+    if args.model != "all" and out["holds"] is False:
+        return 1
+
+
 def cmd_apply(args):
     with connect(args.dsn) as conn:
         print(_kv(catalog.apply(conn, args.file, source=args.source)))
@@ -260,6 +298,21 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("set-chi", parents=[common], help="external factor chi of a sensitive attribute")
     s.add_argument("dataset"); s.add_argument("column"); s.add_argument("chi", type=float)
     s.set_defaults(fn=cmd_set_chi)
+    s = sub.add_parser("hierarchy", parents=[common], help="generalization hierarchies of a dataset's columns")
+    s.add_argument("action", choices=["list", "set", "build", "show", "drop"])
+    s.add_argument("dataset", nargs="?"); s.add_argument("column", nargs="?")
+    s.add_argument("--file", help="set: ARX-style CSV, one row per leaf, leaf to root")
+    s.add_argument("--sep", default=";", help="CSV separator (default ;)")
+    s.add_argument("--builder", choices=["intervals", "dates", "redaction"], help="build: the builder")
+    s.add_argument("--param", "-p", action="append", metavar="NAME=VALUE", help="build: a builder parameter")
+    s.add_argument("--params", default=None, help="build: all parameters as one JSON object")
+    s.set_defaults(fn=cmd_hierarchy)
+    s = sub.add_parser("check", parents=[common], help="assess a table or view under a privacy model")
+    s.add_argument("relation"); s.add_argument("model", help="a model name, or all")
+    s.add_argument("--qis", required=True, metavar="A,B"); s.add_argument("--sas", default="", metavar="X,Y")
+    s.add_argument("--param", "-p", action="append", metavar="NAME=VALUE", help="a threshold or option (JSON value)")
+    s.add_argument("--params", default=None, help="all parameters as one JSON object")
+    s.set_defaults(fn=cmd_check)
     s = sub.add_parser("apply", parents=[common], help="declare a dataset from a YAML/JSON file")
     s.add_argument("file"); s.add_argument("--source", default=None, help="override the file's source table")
     s.set_defaults(fn=cmd_apply)

@@ -65,7 +65,7 @@ def list_releases(conn: psycopg.Connection, dataset: str | None = None) -> list[
 def summary(rel: dict) -> dict:
     """The numbers a DBA looks at first."""
     m = rel["metrics"] or {}
-    return {
+    out = {
         "release": rel["id"], "dataset": rel["dataset"], "method": rel["method"],
         "groups": rel["groups"], "published": rel["published_rows"], "suppressed": rel["suppressed_rows"],
         "AIL": m.get("ail"), "SR": m.get("sr"), "NCP%": m.get("ncp_percent"),
@@ -73,6 +73,10 @@ def summary(rel: dict) -> dict:
         "vulnerable": (m.get("audit") or {}).get("n_vulnerable_correct"),
         "seconds": float(rel["seconds"] or 0),
     }
+    if "dm" in m:  # generalized releases: discernibility and average class size over k
+        out = {**{k: v for k, v in out.items() if k not in ("AIL", "SR", "vulnerable", "seconds")},
+               "DM": m["dm"], "C_avg": m.get("c_avg"), "seconds": out["seconds"]}
+    return out
 
 
 def view_rows(conn: psycopg.Connection, dataset: str, which: str, limit: int = 10):

@@ -62,3 +62,27 @@ def test_no_server_and_no_dsn_says_what_to_do(tmp_path, monkeypatch):
     r = subprocess.run([sys.executable, "-m", "pganon.cli", "status"], capture_output=True, text=True,
                        cwd=ROOT, env=env, timeout=60)
     assert r.returncode == 2 and "pganon server start" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_hierarchy_and_check_commands(db_dsn, tmp_path):
+    assert run("dataset", "load", "table1", "--replace", dsn=db_dsn).returncode == 0
+    csv = tmp_path / "sex.csv"
+    csv.write_text("M;*\nF;*\n")
+    r = run("hierarchy", "set", "table1", "sex", "--file", str(csv), dsn=db_dsn)
+    assert r.returncode == 0 and "height" in r.stdout, r.stderr
+    r = run("hierarchy", "build", "table1", "age", "--builder", "intervals", "-p", "widths=[10,20]", dsn=db_dsn)
+    assert r.returncode == 0, r.stderr
+    r = run("hierarchy", "build", "table1", "race", "--builder", "redaction", dsn=db_dsn)
+    assert r.returncode == 0, r.stderr
+    lst = run("hierarchy", "list", "table1", dsn=db_dsn)
+    assert [ln.split("|")[1].strip() for ln in lst.stdout.splitlines()[2:]] == ["age", "race", "sex"]
+    assert run("hierarchy", "show", "table1", "sex", dsn=db_dsn).stdout == "F;*\nM;*\n"
+    r = run("publish", "table1", "mondrian", "-p", "k=3", "--quiet", dsn=db_dsn)
+    assert r.returncode == 0 and "DM" in r.stdout.splitlines()[0], r.stderr
+    ok = run("check", "pganon_release.table1_gt", "k_anonymity", "--qis", "age,sex,race,zipcode", "-p", "k=3",
+             dsn=db_dsn)
+    assert ok.returncode == 0 and "True" in ok.stdout, ok.stderr
+    fails = run("check", "table1", "l_diversity", "--qis", "age,sex", "--sas", "disease", "-p", "l=2", dsn=db_dsn)
+    assert fails.returncode == 1 and "False" in fails.stdout
+    bad = run("hierarchy", "set", "table1", "sex", dsn=db_dsn)
+    assert bad.returncode == 2 and "needs --file" in bad.stderr and "Traceback" not in bad.stderr
