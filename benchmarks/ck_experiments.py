@@ -6,9 +6,10 @@ seeded COUNT queries at selectivity theta), vulnerable records of the fcorr atta
 and `covered`, spec 004 §2.8), linkable bucket pairs, and seconds. Sweeps: k, the number of
 sensitive attributes, theta, and the QI set (age+sex, then all declared QIs).
 
-    .venv/bin/python benchmarks/ck_experiments.py [--adult-rows 2000] [--nmes-rows 1500] [--quick]
+    .venv/bin/python benchmarks/ck_experiments.py [--adult-rows 5000] [--nmes-rows 0 (all)] [--quick]
 
-(c,k) refinement is superlinear in the number of fingerprint buckets, hence the first rows only.
+The audit of a (p,k) release is quadratic in its linkable bucket pairs (~0.6M at 5,000 rows),
+hence Adult's first rows only.
 
 Writes benchmarks/results/ck_experiments.{md,json}.
 """
@@ -138,8 +139,8 @@ def write(rows, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--adult-rows", type=int, default=2000)
-    ap.add_argument("--nmes-rows", type=int, default=1500)
+    ap.add_argument("--adult-rows", type=int, default=5000)
+    ap.add_argument("--nmes-rows", type=int, default=0, help="0 = all 4,406 rows")
     ap.add_argument("--quick", action="store_true", help="a small grid (for a smoke run)")
     args = ap.parse_args()
     args.cmd = (f"ck_experiments.py --adult-rows {args.adult_rows} --nmes-rows {args.nmes_rows}"
