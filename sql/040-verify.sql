@@ -224,6 +224,23 @@ BEGIN
       THEN format(' + (SELECT count(*) FROM (SELECT m.group_id, min(s.%1$I) AS lo, max(s.%1$I) AS hi FROM %2$s m JOIN %3$s s USING (%4$I) GROUP BY 1) r
                         JOIN %5$s g USING (group_id) WHERE g.%1$I IS DISTINCT FROM %6$s(r.lo%7$s, r.hi%7$s, ''[]''))',
                   qi->>'column', map, source, keycol, gt, ex, CASE WHEN ex = 'numrange' THEN '::numeric' ELSE '' END)
+      WHEN coalesce((qi->>'hierarchy')::boolean, false)
+      -- with a hierarchy: a leaf cell is a kept value (counted as below); an inner node is the
+      -- group's generalization, one per group, and it covers every record of the group
+      THEN replace(format(' + (SELECT count(*) FROM (SELECT group_id, bucket_id, %1$I AS v, count(*) AS c FROM %2$s WHERE %1$I IN (SELECT node FROM leaves) GROUP BY 1, 2, 3) g
+                        FULL JOIN (SELECT m.group_id, m.bucket_id, s.%1$I::text AS v, count(*) AS c FROM %3$s m JOIN %4$s s USING (%5$I)
+                                    WHERE m.group_id IN (SELECT group_id FROM %2$s WHERE %1$I IN (SELECT node FROM leaves)) GROUP BY 1, 2, 3) r
+                          USING (group_id, bucket_id, v) WHERE g.c IS DISTINCT FROM r.c)
+                  + (SELECT count(*) FROM (SELECT group_id FROM %2$s WHERE %1$I NOT IN (SELECT node FROM leaves) GROUP BY 1 HAVING count(DISTINCT %1$I) > 1) x)
+                  + (SELECT count(*) FROM %3$s m JOIN %4$s s USING (%5$I)
+                       JOIN (SELECT DISTINCT group_id, %1$I AS cell FROM %2$s WHERE %1$I NOT IN (SELECT node FROM leaves)) g USING (group_id)
+                       LEFT JOIN pganon._hierarchy_closure(%6$s, %7$L) h ON h.node = g.cell AND h.leaf = s.%1$I::text
+                      WHERE h.node IS NULL)',
+                  qi->>'column', gt, map, source, keycol, dataset_id, qi->>'column'),
+                   '(SELECT node FROM leaves)',
+                   format('(SELECT n.node FROM pganon.hierarchy_node n WHERE n.dataset_id = %1$s AND n.column_name = %2$L
+                             AND NOT EXISTS (SELECT 1 FROM pganon.hierarchy_node x WHERE x.dataset_id = %1$s
+                                             AND x.column_name = %2$L AND x.parent = n.node))', dataset_id, qi->>'column'))
       ELSE format(' + (SELECT count(*) FROM (SELECT group_id, bucket_id, %1$I AS v, count(*) AS c FROM %2$s WHERE %1$I <> ''*'' GROUP BY 1, 2, 3) g
                         FULL JOIN (SELECT m.group_id, m.bucket_id, s.%1$I::text AS v, count(*) AS c FROM %3$s m JOIN %4$s s USING (%5$I)
                                     WHERE m.group_id IN (SELECT group_id FROM %2$s WHERE %1$I <> ''*'') GROUP BY 1, 2, 3) r

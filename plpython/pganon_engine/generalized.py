@@ -398,7 +398,8 @@ def measure(db, ds, p, rel, lay, source_rows):
         metrics.update(_metric_model(p))
     w = p["workload"]
     if w["queries"]:
-        metrics["query_error"] = utility.query_error(db, p["qis"], SNAP, _query_view(db, ds, p, rel),
+        nodes = {q["column"]: p["hierarchies"][q["column"]] for q in p["qis"] if _cell_form(p, q) == "node"}
+        metrics["query_error"] = utility.query_error(db, p["qis"], SNAP, utility.covered_view(db, p["qis"], SNAP, rel["gt"], nodes),
                                                      w["theta"], w["queries"], w["seed"])
     return metrics
 
@@ -414,46 +415,3 @@ def _metric_model(p):
     return {"alteration": float(infoloss.alteration(met, original, gen, counts)),
             "p_gen": float(infoloss.p_gen(hs, original, gen, counts)),
             "p_root": float(infoloss.p_root(hs, original, gen, counts))}
-
-
-def _query_view(db, ds, p, rel):
-    """The GT with hierarchy labels replaced by what they cover (numeric: the leaves' [min, max];
-    categorical: the set of leaves), the form `utility.query_error` estimates from."""
-    node = [q for q in p["qis"] if _cell_form(p, q) == "node"]
-    if not node:
-        return rel["gt"]
-    I = db.ident
-    cells, joins = [], []
-    for i, q in enumerate(p["qis"]):
-        c = I(q["column"])
-        if _cell_form(p, q) != "node":
-            cells.append(f"g.{c}")
-            continue
-        h = p["hierarchies"][q["column"]]
-        nodes = list(h.labels)
-        leaf_sets = [[h.labels[v] for v in _leaves_under(h, u)] for u in range(len(h))]
-        if q["kind"] in ("numeric", "date"):
-            # the leaves' [min, max] (ISO dates sort as text; numbers compare as numbers)
-            num = q["kind"] == "numeric"
-            lo = [min(ls, key=float if num else str) for ls in leaf_sets]
-            hi = [max(ls, key=float if num else str) for ls in leaf_sets]
-            rng, typ = ("numrange", "numeric") if num else ("daterange", "date")
-            db.run(f"CREATE TEMP TABLE _pganon_qv{i} ON COMMIT DROP AS SELECT * FROM "
-                   f"unnest($1::text[], $2::text[], $3::text[]) AS u(node, lo, hi)", [nodes, lo, hi],
-                   ["text[]", "text[]", "text[]"])
-            cells.append(f"{rng}(v{i}.lo::{typ}, v{i}.hi::{typ}, '[]') AS {c}")
-        else:
-            db.run(f"CREATE TEMP TABLE _pganon_qv{i} ON COMMIT DROP AS SELECT node, leaves FROM "
-                   f"unnest($1::text[], $2::text[]) AS u(node, leaves_text), "
-                   f"LATERAL (SELECT leaves_text::text[] AS leaves) x",
-                   [nodes, ["{" + ",".join('"' + x.replace('\\', '\\\\').replace('"', '\\"') + '"' for x in ls) + "}"
-                            for ls in leaf_sets]], ["text[]", "text[]"])
-            cells.append(f"v{i}.leaves AS {c}")
-        joins.append(f"JOIN pg_temp._pganon_qv{i} v{i} ON v{i}.node = g.{c}")
-    db.run(f"CREATE TEMP TABLE _pganon_qview ON COMMIT DROP AS SELECT {', '.join(cells)} FROM {rel['gt']} g "
-           + " ".join(joins))
-    return "pg_temp._pganon_qview"
-
-
-def _leaves_under(h, u):
-    return [int(v) for v in h.leaves if h.anc[v, h.depth[u]] == u]

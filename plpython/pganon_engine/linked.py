@@ -16,7 +16,7 @@ The pipeline steps for this family:
 
 import json
 
-from . import audit, ck, ck_categories, utility
+from . import audit, ck, ck_categories, hierarchy_store, utility
 from . import lsl
 from . import params as P
 from .errors import invalid
@@ -104,12 +104,39 @@ def plan(db, ds, p):
     except ValueError as exc:
         raise invalid(str(exc))
     p["generalized"] = gen
+    p["lca"] = _lca_cells(db, ds, p, records, out.group, gen)
     if p["kind"] == "ck":
         p["plan_facts"] = {
             "mode_achieved": out.mode_achieved, "fallback": out.fallback, "fallback_reason": out.fallback_reason,
             "cf_exceeded": [[b, str(v), n] for b, v, n in out.cf_exceeded],
             "categories": len(out.categories), "buckets": out.n_buckets}
     return out, keys
+
+
+def _lca_cells(db, ds, p, records, group, gen):
+    """Where a group publishes a categorical QI as '*' (A13) and the QI has a hierarchy, the
+    lowest common ancestor of the group's values instead: {QI index: {group: label}}."""
+    declared = {r["c"] for r in db.rows("SELECT column_name::text AS c FROM pganon.hierarchy WHERE dataset_id = $1",
+                                        [ds.id], ["int4"])}
+    out = {}
+    for i, q in enumerate(p["qis"]):
+        if q["kind"] in ("numeric", "date") or q["column"] not in declared:
+            continue
+        h = hierarchy_store.load(db, ds, q["column"])
+        values = {}
+        for r, g in zip(records, group):
+            if gen.groups[g].cells[i] == "*":
+                values.setdefault(g, set()).add(str(r[1][i]))
+        lab = {}
+        for g, vs in values.items():
+            ids = h.leaf_ids(sorted(vs))
+            node = int(ids[0])
+            for v in ids[1:]:
+                node = h.lca(node, int(v))
+            lab[g] = h.labels[node]
+        p.setdefault("hierarchies", {})[q["column"]] = h
+        out[i] = lab
+    return out
 
 
 def assign(db, ds, the_plan, keys, rel):
@@ -129,12 +156,16 @@ def materialize(db, ds, p, the_plan, rel):
     gen = p["generalized"]
     cat_idx = [i for i, q in enumerate(qis) if q["kind"] not in ("numeric", "date")]
     gids = sorted(gen.groups)
-    # which categorical QIs each group publishes as '*' (A13): one flag array per such QI
-    flags = [[gen.groups[g].cells[i] == "*" for g in gids] for i in cat_idx]
+    # what each group publishes instead of a categorical QI it is not k-anonymous on (A13):
+    # '*', or the LCA of its values where the QI has a hierarchy; NULL where values are kept
+    lca = p["lca"]
+    flags = [[(lca[i][g] if i in lca else "*") if gen.groups[g].cells[i] == "*" else None for g in gids]
+             for i in cat_idx]
+    db.run("DROP TABLE IF EXISTS pg_temp._pganon_gflags")
     db.run("CREATE TEMP TABLE _pganon_gflags ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
-           + "".join(f", ${j + 2}::bool[]" for j in range(len(cat_idx)))
+           + "".join(f", ${j + 2}::text[]" for j in range(len(cat_idx)))
            + ") AS u(group_id" + "".join(f", star{i}" for i in cat_idx) + ")",
-           [gids] + flags, ["int4[]"] + ["bool[]"] * len(cat_idx))
+           [gids] + flags, ["int4[]"] + ["text[]"] * len(cat_idx))
     aggs, cells = [], []
     for i, q in enumerate(qis):
         c = I(q["column"])
@@ -144,7 +175,7 @@ def materialize(db, ds, p, the_plan, rel):
             cast = "::numeric" if rng == "numrange" else ""
             cells.append(f"{rng}(r.lo{i}{cast}, r.hi{i}{cast}, '[]') AS {c}")
         else:
-            cells.append(f"CASE WHEN f.star{i} THEN '*' ELSE s.{c}::text END AS {c}")
+            cells.append(f"coalesce(f.star{i}, s.{c}::text) AS {c}")
     db.run(f"CREATE TEMP TABLE _pganon_granges ON COMMIT DROP AS SELECT m.group_id, {', '.join(aggs) or '1 AS one'} "
            f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.group_id")
     qcols = ", ".join(I(q["column"]) for q in qis)
@@ -180,7 +211,7 @@ def layout(ds, p, rel):
         "family": "linked",
         "model": p["kind"],
         "key": ds.key,
-        "qis": [{"column": q["column"], "kind": q["kind"]} for q in p["qis"]],
+        "qis": [{"column": q["column"], "kind": q["kind"], "hierarchy": i in p["lca"]} for i, q in enumerate(p["qis"])],
         "sas": p["sas"],
         "k": p["k"],
         "delta": w.delta, "zeta": list(w.zeta), "weights": w.weights,
@@ -198,7 +229,7 @@ def layout(ds, p, rel):
 def measure(db, ds, p, rel, lay, source_rows):
     """NCP% of the GT (spec 004 §4.1) and the fcorr audit summary of the release."""
     I = db.ident
-    terms, dom = [], []
+    terms, dom, joins = [], [], []
     for i, q in enumerate(p["qis"]):
         c = I(q["column"])
         if q["kind"] in ("numeric", "date"):
@@ -207,10 +238,16 @@ def measure(db, ds, p, rel, lay, source_rows):
                      lsl.NUMERIC_RANGES.get(q["type"], "numrange") != "numrange"
                      else f"(upper(g.{c}) - lower(g.{c}))")
             terms.append(f"CASE WHEN d.d{i} > 0 THEN {width}::float8 / d.d{i} ELSE 0 END")
+        elif i in p["lca"]:  # a kept leaf 0, an ancestor (leaves below - 1) / (all leaves - 1)
+            n_leaves = p["hierarchies"][q["column"]].n_leaves
+            joins.append(f"LEFT JOIN pganon.hierarchy_node h{i} ON h{i}.dataset_id = {int(ds.id)} "
+                         f"AND h{i}.column_name = {db.literal(q['column'])} AND h{i}.node = g.{c}")
+            terms.append("0" if n_leaves <= 1 else f"(h{i}.leaf_count - 1)::float8 / {n_leaves - 1}")
         else:
             terms.append(f"CASE WHEN g.{c} = '*' THEN 1 ELSE 0 END")
-    r = db.one(f"WITH d AS (SELECT {', '.join(dom) or '1 AS one'} FROM {SNAP}) "
-               f"SELECT sum({' + '.join(terms)}) AS total, count(*) AS n FROM {rel['gt']} g CROSS JOIN d")
+    d = f"SELECT {', '.join(dom)} FROM {SNAP}" if dom else "SELECT 1 AS one"
+    r = db.one(f"WITH d AS ({d}) "
+               f"SELECT sum({' + '.join(terms)}) AS total, count(*) AS n FROM {rel['gt']} g CROSS JOIN d {' '.join(joins)}")
     n = int(r["n"])
     ncp = 100.0 * float(r["total"] or 0) / (n * len(p["qis"])) if n else 0.0
     groups = db.one(f"SELECT count(DISTINCT group_id) AS g, count(DISTINCT bucket_id) AS b, "
@@ -224,5 +261,6 @@ def measure(db, ds, p, rel, lay, source_rows):
     }
     w = p["workload"]
     if w["queries"]:
-        metrics["query_error"] = utility.query_error(db, p["qis"], SNAP, rel["gt"], w["theta"], w["queries"], w["seed"])
+        gt = utility.covered_view(db, p["qis"], SNAP, rel["gt"], p.get("hierarchies") or {})
+        metrics["query_error"] = utility.query_error(db, p["qis"], SNAP, gt, w["theta"], w["queries"], w["seed"])
     return metrics

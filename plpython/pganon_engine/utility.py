@@ -91,3 +91,45 @@ def query_error(db, qis, snap, gt, theta=0.1, n=1000, seed=0):
     err = workload.query_error(queries, true, est)
     return {"theta": theta, "queries": int(err.used), "mean": float(err.mean), "median": float(err.median),
             "max": float(err.max), "seed": seed}
+
+
+def covered_view(db, qis, snap, gt, hierarchies):
+    """The GT with hierarchy labels replaced by what they cover, the form `query_error`
+    estimates from: a numeric QI's label becomes the [min, max] of its leaves, a categorical
+    one the set of its leaves that occur in the snapshot (the workload's domain; a leaf covers
+    itself).  hierarchies: column -> Hierarchy for the columns published as labels; without
+    any the GT itself is returned."""
+    if not hierarchies:
+        return gt
+    I = db.ident
+    cells, joins = [], []
+    for i, q in enumerate(qis):
+        c = I(q["column"])
+        h = hierarchies.get(q["column"])
+        if h is None:
+            cells.append(f"g.{c}")
+            continue
+        leaf_sets = [[h.labels[v] for v in h.leaves if h.anc[v, h.depth[u]] == u] for u in range(len(h))]
+        db.run(f"DROP TABLE IF EXISTS pg_temp._pganon_qv{i}")  # an earlier publish in this transaction
+        if q["kind"] in ("numeric", "date"):
+            # the leaves' [min, max] (ISO dates sort as text; numbers compare as numbers)
+            num = q["kind"] == "numeric"
+            lo = [min(ls, key=float if num else str) for ls in leaf_sets]
+            hi = [max(ls, key=float if num else str) for ls in leaf_sets]
+            rng, typ = ("numrange", "numeric") if num else ("daterange", "date")
+            db.run(f"CREATE TEMP TABLE _pganon_qv{i} ON COMMIT DROP AS SELECT * FROM "
+                   f"unnest($1::text[], $2::text[], $3::text[]) AS u(node, lo, hi)", [list(h.labels), lo, hi],
+                   ["text[]", "text[]", "text[]"])
+            cells.append(f"{rng}(v{i}.lo::{typ}, v{i}.hi::{typ}, '[]') AS {c}")
+        else:
+            db.run(f"CREATE TEMP TABLE _pganon_qv{i} ON COMMIT DROP AS SELECT u.node, array_agg(u.leaf) AS leaves "
+                   f"FROM unnest($1::text[], $2::text[]) AS u(node, leaf) "
+                   f"WHERE u.leaf IN (SELECT DISTINCT {c}::text FROM {snap}) GROUP BY u.node",
+                   [[h.labels[u] for u, ls in enumerate(leaf_sets) for _ in ls], [x for ls in leaf_sets for x in ls]],
+                   ["text[]", "text[]"])
+            cells.append(f"v{i}.leaves AS {c}")
+        joins.append(f"JOIN pg_temp._pganon_qv{i} v{i} ON v{i}.node = g.{c}::text")
+    db.run("DROP TABLE IF EXISTS pg_temp._pganon_qview")
+    db.run(f"CREATE TEMP TABLE _pganon_qview ON COMMIT DROP AS SELECT {', '.join(cells)} FROM {gt} g "
+           + " ".join(joins))
+    return "pg_temp._pganon_qview"

@@ -174,3 +174,20 @@ def test_statement_timeout_stops_a_long_refinement_and_leaves_nothing(conn, name
         conn.execute("RESET statement_timeout")
     assert time.perf_counter() - t0 < 20
     assert (_release_count(conn), _data_tables(conn)) == before
+
+
+def test_categorical_qi_with_a_hierarchy_is_generalized_to_the_lca_and_verified(conn, ckt):
+    conn.execute("SELECT pganon.set_hierarchy(%s, 'gender', %s)", (ckt, "M;Person;*\nF;Person;*\n"))
+    rid = publish(conn, ckt, "ck_anonymization", k=2, c=2, c_f=2)
+    cells = {r[0] for r in conn.execute(f"SELECT DISTINCT gender FROM pganon_data.r{rid}_gt")}
+    assert "Person" in cells and "*" not in cells and cells <= {"M", "F", "Person"}
+    mixed = conn.execute(f"SELECT count(*) FROM (SELECT m.group_id FROM pganon_data.r{rid}_map m JOIN {ckt} s USING (pid) "
+                         f"GROUP BY 1 HAVING count(DISTINCT s.gender) > 1) x").fetchone()[0]
+    assert mixed > 0
+    result = checks(conn, rid)
+    assert all(p for p, _ in result.values()), result
+    lay = conn.execute("SELECT layout FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    assert [q["hierarchy"] for q in lay["qis"]] == [True, False, False]
+    conn.execute(f"UPDATE pganon_data.r{rid}_gt SET gender = 'M' WHERE ctid = "
+                 f"(SELECT min(ctid) FROM pganon_data.r{rid}_gt WHERE gender = 'Person')")
+    assert not checks(conn, rid)["gt_matches_source"][0]
