@@ -105,7 +105,7 @@ class Hierarchy:
                     raise invalid(f"hierarchy {name!r}: row {r} visits {x!r} twice (a cycle)",
                                   hint="a row goes from the leaf up to the root without repeats")
                 seen.add(x)
-            lengths.setdefault(len(path), r)
+            lengths.setdefault(len(path), (r, path[0]))
             leaves.setdefault(path[0], r)
             roots.setdefault(path[-1], r)
             for child, par in zip(path, path[1:]):
@@ -121,9 +121,9 @@ class Hierarchy:
                           + ", ".join(repr(x) for x in roots),
                           hint="every row must end with the same root, e.g. '*'")
         if balanced and len(lengths) > 1:
-            (l1, r1), (l2, r2) = sorted(lengths.items(), key=lambda kv: kv[1])[:2]
-            raise invalid(f"hierarchy {name!r} is not balanced: row {r1} has {l1} levels, "
-                          f"row {r2} has {l2}",
+            (l1, (r1, x1)), (l2, (r2, x2)) = sorted(lengths.items(), key=lambda kv: kv[1])[:2]
+            raise invalid(f"hierarchy {name!r} is not balanced: row {r1} (leaf {x1!r}) has {l1} "
+                          f"nodes, row {r2} (leaf {x2!r}) has {l2}",
                           hint="give every leaf a path of the same length")
         inner = set(parent_of.values())
         for leaf, r in leaves.items():
