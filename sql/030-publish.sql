@@ -1,33 +1,16 @@
 -- Publishing: the PL/Python entry point and the view swap it ends with.
 
-CREATE OR REPLACE FUNCTION pganon._publish(dataset text, method text, params jsonb) RETURNS bigint
-LANGUAGE plpython3u VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
-AS $$
-plpy.execute("SELECT pganon._engine_boot()")
-from pganon_engine import plpy_adapter, release
-return plpy_adapter.call(plpy, release.publish, dataset=dataset, method=method, params=params)
-$$;
-
--- The public entry point is PL/pgSQL only to give pganon's errors (class PA) clean messages:
--- PL/Python prefixes every message it raises with "plpy.Error: ".
+DROP FUNCTION IF EXISTS pganon._publish(text, text, jsonb);  -- replaced by pganon._call('publish')
 CREATE OR REPLACE FUNCTION pganon.publish(dataset text, method text, params jsonb DEFAULT '{}')
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  msg text; code text; hint text; detail text;
-BEGIN
-  RETURN pganon._publish(dataset, method, coalesce(params, '{}'));
-EXCEPTION WHEN SQLSTATE 'PA000' THEN
-  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, code = RETURNED_SQLSTATE, hint = PG_EXCEPTION_HINT,
-                          detail = PG_EXCEPTION_DETAIL;
-  RAISE EXCEPTION USING MESSAGE = regexp_replace(msg, '^plpy\.[A-Za-z]+: ', ''), ERRCODE = code,
-                        HINT = coalesce(hint, ''), DETAIL = coalesce(detail, '');
-END $$;
+LANGUAGE sql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT (pganon._call('publish', jsonb_build_object('dataset', dataset, 'method', method,
+                                                         'params', coalesce(params, '{}'))))::bigint $$;
 COMMENT ON FUNCTION pganon.publish(text, text, jsonb) IS
   'Publish a verified release of a dataset in one transaction; returns the release id. '
   'Takes a SHARE lock on the source table while it runs. Methods: mbf, msdcf, mmdcf, mbf_mslf, '
-  'msdcf_mslf, mmdcf_mslf. Params: d or sensitive, tie, seed, l (baselines), qi_order, generalize, limit. '
+  'msdcf_mslf, mmdcf_mslf (bucketization), ck_anonymization, pk_angelization (GT/ST with bucket links), '
+  'gaa, mondrian (generalization); parameters per method in docs/sql-api.md. '
   'Example: SELECT pganon.publish(''adult'', ''mmdcf_mslf'', ''{"d": 3}'');';
 
 DROP FUNCTION IF EXISTS pganon._expose(text, text, text);
@@ -75,27 +58,10 @@ BEGIN
   END LOOP;
 END $$;
 
-CREATE OR REPLACE FUNCTION pganon._audit(release bigint, delta text) RETURNS jsonb
-LANGUAGE plpython3u STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
-AS $$
-plpy.execute("SELECT pganon._engine_boot()")
-from pganon_engine import audit, plpy_adapter
-return plpy_adapter.call(plpy, audit.audit_release, release=release, delta=delta)
-$$;
-
+DROP FUNCTION IF EXISTS pganon._audit(bigint, text);  -- replaced by pganon._call('audit')
 CREATE OR REPLACE FUNCTION pganon.audit(release bigint, delta text DEFAULT NULL) RETURNS jsonb
-LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  msg text; code text; hint text; detail text;
-BEGIN
-  RETURN pganon._audit(release, delta);
-EXCEPTION WHEN SQLSTATE 'PA000' THEN
-  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, code = RETURNED_SQLSTATE, hint = PG_EXCEPTION_HINT,
-                          detail = PG_EXCEPTION_DETAIL;
-  RAISE EXCEPTION USING MESSAGE = regexp_replace(msg, '^plpy\.[A-Za-z]+: ', ''), ERRCODE = code,
-                        HINT = coalesce(hint, ''), DETAIL = coalesce(detail, '');
-END $$;
+LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pganon._call('audit', jsonb_build_object('release', release, 'delta', delta)) $$;
 COMMENT ON FUNCTION pganon.audit(bigint, text) IS
   'The fingerprint-correlation attack on a GT/ST release (spec 004 §2.8): linkable bucket pairs via delta, '
   'singleton intersections, pfcorr/ffcorr breaches, vulnerable records (covered, correct), PriRisk. '

@@ -2,6 +2,40 @@
 -- deliberately sharing no code with the engine. publish() calls it and aborts on any failure;
 -- an admin may call it on any release at any time (it reads the source, so it is admin-only).
 
+CREATE OR REPLACE FUNCTION pganon._verify_partition(map regclass, source regclass, keycol text, gt regclass,
+                                                    suppressed_rows bigint, source_rows bigint)
+RETURNS TABLE ("check" text, passed boolean, detail text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+-- One GT row per published record: the map names each source key once, every key exists, and
+-- published plus suppressed rows are the source rows (for the families with a per-record GT).
+DECLARE n bigint; m bigint; bad bigint; g bigint;
+BEGIN
+  EXECUTE format('SELECT count(*), count(DISTINCT m.%1$I), count(*) - count(s.%1$I) FROM %2$s m LEFT JOIN %3$s s USING (%1$I)',
+                 keycol, map, source) INTO n, m, bad;
+  EXECUTE format('SELECT count(*) FROM %s', gt) INTO g;
+  "check" := 'partition'; passed := n = m AND n = g AND n + suppressed_rows = source_rows AND bad = 0;
+  detail := format('%s published + %s suppressed = %s source rows; %s GT rows; %s duplicate and %s unknown keys',
+                   n, suppressed_rows, source_rows, g, n - m, bad);
+  RETURN NEXT;
+END $$;
+
+CREATE OR REPLACE FUNCTION pganon._verify_no_identifiers(rels regclass[], keycol text, dataset_id int)
+RETURNS TABLE ("check" text, passed boolean, detail text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE bad bigint; ex text;
+BEGIN
+  SELECT count(*), string_agg(a.attname, ', ') INTO bad, ex FROM pg_attribute a
+   WHERE a.attrelid = ANY (rels) AND a.attnum > 0 AND NOT a.attisdropped
+     AND (a.attname = keycol OR a.attname IN (SELECT x.column_name FROM pganon.attribute x
+                                               WHERE x.dataset_id = _verify_no_identifiers.dataset_id AND x.role = 'identifier'));
+  "check" := 'no_identifiers'; passed := bad = 0;
+  detail := CASE WHEN passed THEN 'the published relations carry no key or identifier column'
+                 ELSE 'published identifier columns: ' || ex END;
+  RETURN NEXT;
+END $$;
+
 CREATE OR REPLACE FUNCTION pganon._verify_bucketization(lay jsonb, source regclass, source_rows bigint,
                                                         suppressed_rows bigint, dataset_id int)
 RETURNS TABLE ("check" text, passed boolean, detail text)
@@ -123,15 +157,7 @@ BEGIN
   RETURN NEXT;
 
   -- 5. nothing that identifies: no identifier column and no key in GT or ST
-  SELECT count(*), string_agg(a.attname, ', ') INTO bad, ex FROM pg_attribute a
-   WHERE a.attrelid IN (gt, st) AND a.attnum > 0 AND NOT a.attisdropped
-     AND (a.attname = keycol OR a.attname IN (SELECT x.column_name FROM pganon.attribute x
-                                               WHERE x.dataset_id = _verify_bucketization.dataset_id
-                                                 AND x.role = 'identifier'));
-  "check" := 'no_identifiers'; passed := bad = 0;
-  detail := CASE WHEN passed THEN 'GT and ST carry no key or identifier column'
-                 ELSE 'published identifier columns: ' || ex END;
-  RETURN NEXT;
+  RETURN QUERY SELECT * FROM pganon._verify_no_identifiers(ARRAY[gt, st], keycol, dataset_id);
 END $$;
 
 CREATE OR REPLACE FUNCTION pganon._verify_linked(lay jsonb, source regclass, source_rows bigint,
@@ -207,14 +233,8 @@ BEGIN
     RETURN NEXT;
   END IF;
 
-  -- every source row is published once (these methods suppress nothing)
-  EXECUTE format('SELECT count(*), count(DISTINCT m.%1$I), count(*) - count(s.%1$I) FROM %2$s m LEFT JOIN %3$s s USING (%1$I)',
-                 keycol, map, source) INTO n, m, bad;
-  EXECUTE format('SELECT count(*) FROM %s', gt) INTO bad2;
-  "check" := 'partition'; passed := n = m AND n = bad2 AND n + suppressed_rows = source_rows AND bad = 0;
-  detail := format('%s published + %s suppressed = %s source rows; %s GT rows; %s duplicate and %s unknown keys',
-                   n, suppressed_rows, source_rows, bad2, n - m, bad);
-  RETURN NEXT;
+  -- every source row is published exactly once (these methods suppress nothing)
+  RETURN QUERY SELECT * FROM pganon._verify_partition(map, source, keycol, gt, suppressed_rows, source_rows);
 
   -- the GT holds, per (group, bucket), as many rows as the map, each group's numeric cells are the
   -- group's exact [min, max], and kept categorical values are those of the group's records
@@ -271,13 +291,7 @@ BEGIN
                  ELSE format('%s (bucket, SA, value) mismatch(es) with the source, %s between ST and its long form', bad, bad2) END;
   RETURN NEXT;
 
-  SELECT count(*), string_agg(a.attname, ', ') INTO bad, ex FROM pg_attribute a
-   WHERE a.attrelid IN (gt, st, stl) AND a.attnum > 0 AND NOT a.attisdropped
-     AND (a.attname = keycol OR a.attname IN (SELECT x.column_name FROM pganon.attribute x
-                                               WHERE x.dataset_id = _verify_linked.dataset_id AND x.role = 'identifier'));
-  "check" := 'no_identifiers'; passed := bad = 0;
-  detail := CASE WHEN passed THEN 'GT and ST carry no key or identifier column' ELSE 'published identifier columns: ' || ex END;
-  RETURN NEXT;
+  RETURN QUERY SELECT * FROM pganon._verify_no_identifiers(ARRAY[gt, st, stl], keycol, dataset_id);
 END $$;
 
 CREATE OR REPLACE FUNCTION pganon._hierarchy_closure(dataset_id int, column_name name)
@@ -356,13 +370,7 @@ BEGIN
   END IF;
 
   -- every source row is published exactly once (these methods suppress nothing)
-  EXECUTE format('SELECT count(*), count(DISTINCT m.%1$I), count(*) - count(s.%1$I) FROM %2$s m LEFT JOIN %3$s s USING (%1$I)',
-                 keycol, map, source) INTO n, m, bad;
-  EXECUTE format('SELECT count(*) FROM %s', gt) INTO bad2;
-  "check" := 'partition'; passed := n = m AND n = bad2 AND n + suppressed_rows = source_rows AND bad = 0;
-  detail := format('%s published + %s suppressed = %s source rows; %s GT rows; %s duplicate and %s unknown keys',
-                   n, suppressed_rows, source_rows, bad2, n - m, bad);
-  RETURN NEXT;
+  RETURN QUERY SELECT * FROM pganon._verify_partition(map, source, keycol, gt, suppressed_rows, source_rows);
 
   -- each class publishes one QI vector, that vector covers every member's values, and the GT
   -- holds per class exactly the members' sensitive values
@@ -393,13 +401,7 @@ BEGIN
                  ELSE format('%s class(es) with several QI vectors, %s record(s) not covered, %s SA count mismatch(es)', bad, bad2, m) END;
   RETURN NEXT;
 
-  SELECT count(*), string_agg(a.attname, ', ') INTO bad, ex FROM pg_attribute a
-   WHERE a.attrelid = gt AND a.attnum > 0 AND NOT a.attisdropped
-     AND (a.attname = keycol OR a.attname IN (SELECT x.column_name FROM pganon.attribute x
-                                               WHERE x.dataset_id = _verify_generalized.dataset_id AND x.role = 'identifier'));
-  "check" := 'no_identifiers'; passed := bad = 0;
-  detail := CASE WHEN passed THEN 'the GT carries no key or identifier column' ELSE 'published identifier columns: ' || ex END;
-  RETURN NEXT;
+  RETURN QUERY SELECT * FROM pganon._verify_no_identifiers(ARRAY[gt], keycol, dataset_id);
 END $$;
 
 CREATE OR REPLACE FUNCTION pganon.verify(release bigint)

@@ -83,4 +83,4 @@ def run(db, lay, source, delta=None):
 
 def audit_release(db, release, delta=None):
     lay, source, _ = _release(db, release)
-    return json.dumps(run(db, lay, source=source, delta=delta))
+    return run(db, lay, source=source, delta=delta)

@@ -22,7 +22,19 @@ def _check(db, **kw):
     return check.check_relation(db, **kw)
 
 
+def _publish(db, **kw):
+    from . import release
+    return release.publish(db, **kw)
+
+
+def _audit(db, **kw):
+    from . import audit
+    return audit.audit_release(db, **kw)
+
+
 ENTRIES = {
+    "publish": _publish,
+    "audit": _audit,
     "set_hierarchy": _hierarchy("set_from_csv"),
     "build_hierarchy": _hierarchy("build"),
     "hierarchy_csv": _hierarchy("to_csv"),

@@ -5,11 +5,12 @@ and its QIs are replaced by its class's generalization.
 The pipeline steps for this family:
   snapshot     as for bucketization (`lsl.snapshot`): one copy, NULL and key checks
   plan         gaa: `gaa.gaa` on the DISTINCT QI tuples with counts (and the strategy SA's
-               histograms), i.e. a GROUP BY, never the rows; mondrian: `mondrian.partition`
-               on integer code arrays (ranks, hierarchy leaf ids, SA codes), one array per
-               column, which the kd-tree cut needs row by row
+               histograms), i.e. a GROUP BY, never the rows; mondrian: a work table of integer
+               codes (ranks, hierarchy leaf ranks, SA codes), cut by `mondrian_sql`: GROUP BY
+               frequency sets and UPDATEs above sql_threshold rows, `mondrian.partition` on
+               one pulled partition at a time below
   assign       (key, class_id) rows, set-based: gaa joins the snapshot to the tuple -> class
-               table on the QI values; mondrian pairs the key order with the partition array
+               table on the QI values; mondrian reads the work table's classes
   materialize  GT (class_id, QI cells, SAs): a hierarchy node label (gaa; mondrian taxonomy),
                the class's [min, max] as a range type (mondrian numeric) or the class's sorted
                distinct values (mondrian ordinal)
@@ -26,19 +27,22 @@ import json
 import numpy as np
 
 from . import gaa as gaa_engine
-from . import hierarchy_store, infoloss, lsl, models, mondrian, utility
+from . import hierarchy_store, infoloss, lsl, models, mondrian, mondrian_sql, utility
 from . import params as P
 from .errors import invalid, unsatisfiable
 
 METHODS = {"gaa": "gaa", "mondrian": "mondrian"}
 COMMON = {"k", "d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
-PARAMS = {"gaa": COMMON | {"metric", "strategy", "sa", "cost_mode", "privacy_scope", "distortion_mode"},
-          "mondrian": COMMON | {"mode", "categorical", "privacy"}}
+PARAMS = {"gaa": COMMON | {"metric", "weights", "strategy", "sa", "cost_mode", "privacy_scope", "distortion_mode"},
+          "mondrian": COMMON | {"mode", "categorical", "privacy", "sql_threshold"}}
 SNAP = lsl.SNAP
 # Mondrian's extra privacy models: the verifier checks each of them in SQL (040-verify.sql)
 PRIVACY = {"l_diversity": ("l",), "entropy_l_diversity": ("l",), "alpha_k_anonymity": ("alpha",),
            "t_closeness": ("t",)}
 CLASSES = "pg_temp._pganon_classes"
+# Mondrian cuts partitions above this many rows in SQL and finishes smaller ones in memory, one at
+# a time (`mondrian_sql`); 0 = all in memory.  Internal parameter sql_threshold.
+SQL_THRESHOLD = 100_000
 
 
 def parse_params(method, params, ds):
@@ -51,7 +55,8 @@ def parse_params(method, params, ds):
          "k": k, "seed": P.integer(params, "seed", 0), "limit": P.integer(params, "limit", 1),
          "workload": P.workload(params)}
     if kind == "gaa":
-        p.update(metric=P.choice(params, "metric", infoloss.METRICS, "nllm"),
+        p.update(metric=P.choice(params, "metric", infoloss.METRICS + ("custom",), "nllm"),
+                 weights=_weights(params.get("weights"), p["qis"]),
                  strategy=gaa_engine.strategy_name(params.get("strategy", "S1")),
                  cost_mode=P.choice(params, "cost_mode", gaa_engine.COST_MODES, "pairwise"),
                  privacy_scope=P.choice(params, "privacy_scope", gaa_engine.PRIVACY_SCOPES, "table"),
@@ -63,8 +68,20 @@ def parse_params(method, params, ds):
     else:
         p.update(mode=P.choice(params, "mode", mondrian.MODES, "strict"),
                  categorical=P.choice(params, "categorical", ("auto", "taxonomy", "ordinal"), "auto"),
-                 privacy=_privacy(params.get("privacy")))
+                 privacy=_privacy(params.get("privacy")),
+                 sql_threshold=P.integer(params, "sql_threshold", 0, default=SQL_THRESHOLD))
     return p
+
+
+def _weights(spec, qis):
+    """metric 'custom': {QI column: {child node: weight of its edge to the parent}}, in QI order."""
+    if spec is None:
+        return None
+    names = [q["column"] for q in qis]
+    if not isinstance(spec, dict) or set(spec) != set(names) or not all(isinstance(w, dict) for w in spec.values()):
+        raise invalid(f"parameter weights must map every QI {names} to {{node: edge weight}}",
+                      hint='e.g. {"race": {"Cat": 1, "Lion": 1, "Felid": 3, "Dog": 4}, "sex": {"M": 5, "F": 5}}')
+    return [spec[c] for c in names]
 
 
 def _privacy(spec):
@@ -162,7 +179,7 @@ def plan_gaa(db, ds, p):
         if need_hist:
             hists[i][r["v"]] = int(r["n"])
     res = gaa_engine.gaa(tuples, counts, [p["hierarchies"][c] for c in qis], p["k"], metric=p["metric"],
-                         strategy=p["strategy"], histograms=hists if need_hist else None,
+                         weights=p["weights"], strategy=p["strategy"], histograms=hists if need_hist else None,
                          distortion_mode=p["distortion_mode"], cost_mode=p["cost_mode"],
                          privacy_scope=p["privacy_scope"], seed=p["seed"], tick=db.interruptible())
     p["plan"] = {"tuples": tuples, "counts": counts, "result": res}
@@ -205,88 +222,126 @@ def _finish_map(db, ds, rel):
 
 
 def plan_mondrian(db, ds, p):
-    """Code arrays in key order: numeric QIs as ranks of their distinct values, hierarchy QIs as
-    leaf ids, ordinal QIs as ranks of their text, SAs as ranks; then the kd-tree cut."""
-    I = db.ident
-    key = I(ds.key)
-    kinds, codes, sizes, values, taxes = [], [], [], [], []
-    exprs = []
-    for q in p["qis"]:
-        c = I(q["column"])
-        if q["column"] in p["hierarchies"]:
-            exprs.append(f"{c}::text")
-        elif q["kind"] in ("numeric", "date"):
-            exprs.append(f"dense_rank() OVER (ORDER BY {c}) - 1")
-        else:
-            exprs.append(f"dense_rank() OVER (ORDER BY {c}::text COLLATE \"C\") - 1")
-    sa_exprs = [f"dense_rank() OVER (ORDER BY {I(s)}::text COLLATE \"C\") - 1" for s in p["sas"]]
-    inner = ", ".join([f"{e} AS c{i}" for i, e in enumerate(exprs)] + [f"{e} AS s{i}" for i, e in enumerate(sa_exprs)])
-    aggs = ", ".join([f"array_agg(c{i} ORDER BY _k) AS c{i}" for i in range(len(exprs))]
-                     + [f"array_agg(s{i} ORDER BY _k) AS s{i}" for i in range(len(sa_exprs))])
-    row = db.one(f"SELECT {aggs} FROM (SELECT {key} AS _k, {inner} FROM {SNAP}) x")
-    for i, q in enumerate(p["qis"]):
-        h = p["hierarchies"].get(q["column"])
-        if h is not None:
-            kinds.append("taxonomy")
-            codes.append(np.asarray([h.index[v] for v in row[f"c{i}"]], dtype=np.int64))
-            sizes.append(None)
-            values.append(None)
-            taxes.append(mondrian.taxonomy(children={v: list(h.children[v]) for v in range(len(h))}, root=0))
-        else:
-            kinds.append("numeric" if q["kind"] in ("numeric", "date") else "ordinal")
-            arr = np.asarray(row[f"c{i}"], dtype=np.int64)
-            codes.append(arr)
-            sizes.append(int(arr.max()) + 1)
-            values.append(_distinct_values(db, q) if q["kind"] == "numeric" else None)
-            taxes.append(None)
-    sa_codes = [np.asarray(row[f"s{i}"], dtype=np.int64) for i in range(len(p["sas"]))]
+    """The work table of codes (`mondrian_sql.WORK`: numeric QIs as ranks of their distinct
+    values, hierarchy QIs as leaf ranks, ordinal QIs as ranks of their text, SAs as ranks of
+    their text), then the kd-tree cut: in SQL above sql_threshold rows, in memory below."""
+    tick = db.interruptible()
+    mondrian_sql.drop_leftovers(db, mondrian_sql.TABLES + tuple(f"_pganon_mdom{j}" for j in range(len(p["qis"])))
+                                + tuple(f"_pganon_msa{i}" for i in range(len(p["sas"]))))
+    kinds, sizes, values, taxes, doms = _mondrian_domains(db, p)
+    sa_doms = _sa_domains(db, p) if p["privacy"] is not None else []
+    n = int(sum(sa_doms[0][1])) if sa_doms else int(db.one(f"SELECT count(*) AS n FROM {SNAP}")["n"])
     pred = mondrian.k_anonymity(p["k"])
     priv = p["privacy"]
     if priv is not None:
-        glob = {s: {int(v): int(n) for v, n in zip(*np.unique(sa_codes[j], return_counts=True))}
-                for j, s in enumerate(p["sas"])}
+        glob = {s: dict(zip(range(len(counts)), counts)) for s, (_, counts) in zip(p["sas"], sa_doms)}
         thresholds = {x: v for x, v in priv.items() if x != "model"}
         test = models.predicate(priv["model"], thresholds, glob)
-        if not test(len(sa_codes[0]), glob):
+        if not test(n, glob):
             raise unsatisfiable(f"the whole table does not satisfy {priv['model']} {json.dumps(thresholds)} on "
                                 f"{p['sas']}, so no partition can",
                                 hint="lower the threshold, or publish fewer sensitive attributes (d / sensitive)")
         if priv["model"] == "l_diversity":  # the same test, vectorized
-            test = mondrian.distinct_l_diversity(priv["l"], channels=list(range(len(sa_codes))))
+            test = mondrian.distinct_l_diversity(priv["l"], channels=list(range(len(sa_doms))))
         pred = mondrian.all_of(pred, test)
-    if priv is None:
-        sa_codes = []  # k alone never looks at the SAs (no histograms are built)
     sc = mondrian.schema(kinds, sizes, values=values, taxonomies=taxes,
-                         sa_sizes=[int(a.max()) + 1 for a in sa_codes],
-                         sa_names=list(p["sas"]) if sa_codes else None, seed=p["seed"])
-    res = mondrian.partition(codes, sa_codes, sc, pred, mode=p["mode"])
+                         sa_sizes=[len(counts) for _, counts in sa_doms],
+                         sa_names=list(p["sas"]) if sa_doms else None, seed=p["seed"])
+    order = "ord" if p["seed"] is not None and p["mode"] == "relaxed" else "rn"
+    _mondrian_work(db, ds, p, doms, [d for d, _ in sa_doms], n if order == "ord" else None)
+    tick()
+    res = mondrian_sql.partition(db, sc, pred, n=n, mode=p["mode"], threshold=p["sql_threshold"],
+                                 order=order, tick=tick)
     p["plan"] = res
     p["n_classes"] = res.n_partitions
-    p["plan_facts"] = {"rounds": res.rounds, "kinds": kinds}
+    p["plan_facts"] = {"rounds": res.rounds, "kinds": kinds, "sql_levels": res.levels,
+                       "largest_pull": res.largest}
 
 
-def _distinct_values(db, q):
-    """The sorted distinct values of a numeric QI (value of each rank code): widths in D1 of
-    `mondrian` are then measured on values, not ranks."""
-    c = db.ident(q["column"])
-    vals = db.one(f"SELECT array_agg(v ORDER BY v) AS a FROM (SELECT DISTINCT {c}::float8 AS v FROM {SNAP}) x")["a"]
-    return np.asarray(vals, dtype=np.float64)
+def _mondrian_domains(db, p):
+    """Per QI its Mondrian kind, code count, values (numeric), taxonomy, and the temp table
+    value -> code the work table joins to (with the cast of the column it joins on) (dense_rank of the distinct values; for a hierarchy
+    QI the leaf labels with their ranks in `mondrian.Taxonomy` order)."""
+    I = db.ident
+    kinds, sizes, values, taxes, doms = [], [], [], [], []
+    for j, q in enumerate(p["qis"]):
+        c = I(q["column"])
+        dom = f"pg_temp._pganon_mdom{j}"
+        h = p["hierarchies"].get(q["column"])
+        if h is not None:
+            tx = mondrian.taxonomy(children={v: list(h.children[v]) for v in range(len(h))}, root=0)
+            db.run(f"CREATE TEMP TABLE _pganon_mdom{j} ON COMMIT DROP AS "
+                   f"SELECT * FROM unnest($1::text[], $2::int4[]) AS u(v, code)",
+                   [[h.labels[v] for v in h.leaves], tx.code_rank[h.leaves].tolist()], ["text[]", "int4[]"])
+            kinds.append("taxonomy")
+            sizes.append(None)
+            values.append(None)
+            taxes.append(tx)
+            doms.append((dom, "::text"))
+            continue
+        numeric = q["kind"] in ("numeric", "date")
+        v = c if numeric else f'{c}::text COLLATE "C"'
+        db.run(f"CREATE TEMP TABLE _pganon_mdom{j} ON COMMIT DROP AS SELECT v, (dense_rank() OVER (ORDER BY v) - 1)::int4 "
+               f"AS code FROM (SELECT DISTINCT {v} AS v FROM {SNAP}) x")
+        kinds.append("numeric" if numeric else "ordinal")
+        if q["kind"] == "numeric":
+            vals = db.one(f"SELECT array_agg(v::float8 ORDER BY code) AS a FROM {dom}")["a"]
+            values.append(np.asarray(vals, dtype=np.float64))
+            sizes.append(len(vals))
+        else:
+            values.append(None)
+            sizes.append(int(db.one(f"SELECT count(*) AS n FROM {dom}")["n"]))
+        taxes.append(None)
+        doms.append((dom, "" if numeric else '::text COLLATE "C"'))
+    return kinds, sizes, values, taxes, doms
+
+
+def _sa_domains(db, p):
+    """Per SA its value -> code temp table (dense_rank of the text) and the count of each code
+    (the global histogram the privacy pre-check reads)."""
+    out = []
+    for i, s in enumerate(p["sas"]):
+        db.run(f"CREATE TEMP TABLE _pganon_msa{i} ON COMMIT DROP AS SELECT v, (dense_rank() OVER (ORDER BY v) - 1)::int4 "
+               f"AS code, n FROM (SELECT {db.ident(s)}::text COLLATE \"C\" AS v, count(*) AS n FROM {SNAP} GROUP BY 1) x")
+        counts = db.one(f"SELECT array_agg(n ORDER BY code) AS a FROM pg_temp._pganon_msa{i}")["a"]
+        out.append((f"pg_temp._pganon_msa{i}", [int(x) for x in counts]))
+    return out
+
+
+def _mondrian_work(db, ds, p, doms, sa_doms, n_seeded):
+    """CREATE the work table: key, rn (key order), one code per QI and SA, part 0; with
+    n_seeded, the column ord: each row's place in `mondrian`'s seeded row order (S4)."""
+    I = db.ident
+    sel = [f"s.{I(ds.key)} AS _k", f"(row_number() OVER (ORDER BY s.{I(ds.key)}))::int4 AS rn"]
+    joins = []
+    for j, (dom, cast) in enumerate(doms):
+        sel.append(f"d{j}.code AS c{j}")
+        joins.append(f"JOIN {dom} d{j} ON d{j}.v = s.{I(p['qis'][j]['column'])}{cast}")
+    for i, dom in enumerate(sa_doms):
+        sel.append(f"e{i}.code AS s{i}")
+        joins.append(f'JOIN {dom} e{i} ON e{i}.v = s.{I(p["sas"][i])}::text COLLATE "C"')
+    body = f"SELECT {', '.join(sel)}, 0::int4 AS part FROM {SNAP} s {' '.join(joins)}"
+    if n_seeded is None:
+        db.run(f"CREATE TEMP TABLE {mondrian_sql.WORK[8:]} ON COMMIT DROP AS {body}")
+    else:  # the same permutation `mondrian.partition` draws for a seeded run of n rows
+        perm = np.random.default_rng([int(p["seed"]), 1]).permutation(n_seeded)
+        place = np.empty(n_seeded, np.int64)
+        place[perm] = np.arange(n_seeded)
+        db.run(f"CREATE TEMP TABLE {mondrian_sql.WORK[8:]} ON COMMIT DROP AS SELECT x.*, o.ord::int4 AS ord "
+               f"FROM ({body}) x JOIN unnest($1::text::int4[]) WITH ORDINALITY AS o(ord, rn) ON o.rn = x.rn",
+               [lsl.pg_array(place)], ["text"])
+    db.run(f"ANALYZE {mondrian_sql.WORK}")
 
 
 def assign_mondrian(db, ds, p, rel):
     I = db.ident
     res = p["plan"]
-    db.run(f"CREATE TABLE {rel['map']} AS SELECT s._k AS {I(ds.key)}, u.class_id FROM "
-           f"(SELECT {I(ds.key)} AS _k, row_number() OVER (ORDER BY {I(ds.key)}) AS rn FROM {SNAP}) s "
-           f"JOIN unnest($1::text::int4[]) WITH ORDINALITY AS u(class_id, rn) USING (rn)",
-           [lsl.pg_array(res.partition + 1)], ["text"])
+    db.run(f"CREATE TABLE {rel['map']} AS {mondrian_sql.map_select(I(ds.key))}")
     _finish_map(db, ds, rel)
     tax = [q["column"] for q in p["qis"] if q["column"] in p["hierarchies"]]
     if tax:
         idx = [j for j, q in enumerate(p["qis"]) if q["column"] in p["hierarchies"]]
-        nodes = [tuple(int(res.nodes[j][c]) if not isinstance(res.nodes[j][c], str) else
-                       p["hierarchies"][p["qis"][j]["column"]].index[res.nodes[j][c]] for j in idx)
-                 for c in range(res.n_partitions)]
+        nodes = [tuple(int(res.nodes[j][c]) for j in idx) for c in range(res.n_partitions)]
         _class_labels(db, p, nodes, tax)
 
 
@@ -333,7 +388,7 @@ def materialize(db, ds, p, rel):
 def recorded_params(params, p):
     out = dict(params, k=p["k"], seed=p["seed"])
     if p["kind"] == "gaa":
-        out.update(metric=p["metric"], strategy=p["strategy"], sa=p["sa"], cost_mode=p["cost_mode"],
+        out.update(metric=p["metric"], weights=p["weights"], strategy=p["strategy"], sa=p["sa"], cost_mode=p["cost_mode"],
                    privacy_scope=p["privacy_scope"], distortion_mode=p["distortion_mode"])
     else:
         out.update(mode=p["mode"], categorical=p["categorical"])
@@ -405,13 +460,16 @@ def measure(db, ds, p, rel, lay, source_rows):
 
 
 def _metric_model(p):
-    """Alteration (spec 001 Def. 9) under the run's metric, and the share of generalized and
-    root cells, from the plan (input tuples with counts and their class tuples)."""
+    """Alteration (spec 001 Def. 9) under the run's metric and averaged over the seven metrics,
+    and the share of generalized and root cells, from the plan (input tuples with counts and
+    their class tuples)."""
     res, tuples, counts = p["plan"]["result"], p["plan"]["tuples"], p["plan"]["counts"]
     hs = [p["hierarchies"][q["column"]] for q in p["qis"]]
     original = infoloss.as_ids(hs, tuples)
     gen = res.generalized
-    met = infoloss.metric(p["metric"], hs, distortion_mode=p["distortion_mode"])
+    met = infoloss.metric(p["metric"], hs, weights=p["weights"], distortion_mode=p["distortion_mode"])
     return {"alteration": float(infoloss.alteration(met, original, gen, counts)),
+            "mean_alteration": float(infoloss.mean_alteration(hs, original, gen, counts,
+                                                              distortion_mode=p["distortion_mode"])),
             "p_gen": float(infoloss.p_gen(hs, original, gen, counts)),
             "p_root": float(infoloss.p_root(hs, original, gen, counts))}

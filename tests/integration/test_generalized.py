@@ -178,3 +178,13 @@ def test_random_generalized_releases_pass_the_verifier(conn, data):
     got = conn.execute(f"SELECT pganon.check('pganon_data.r{rid}_gt', '{{age,gender,race}}', '{{disease}}', "
                        f"'k_anonymity', %s::jsonb)", (json.dumps({"k": k}),)).fetchone()[0]
     assert got["holds"] is True and got["value"] == min(sizes)
+
+
+def test_gaa_with_the_figure2_custom_weights_gives_the_trace_and_its_alteration(conn, t1):
+    weights = {"gender": {"M": 5, "F": 5}, "race": {"Cat": 1, "Lion": 1, "Felid": 3, "Dog": 4}}
+    rid = publish(conn, t1, "gaa", k=4, metric="custom", weights=weights, queries=0)
+    assert _classes(conn, rid) == {("F", "Mammal"): [1, 2, 3, 4], ("M", "Felid"): [5, 6, 7, 8]}
+    m = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    assert round(m["alteration"], 2) == 27.78          # spec 001 §2.4: mu_T 20 of 72
+    with pytest.raises(psycopg.Error, match="parameter weights must map every QI"):
+        publish(conn, t1, "gaa", k=4, metric="custom", weights={"race": {}})

@@ -1,0 +1,336 @@
+"""Mondrian's top splits in SQL, the rest in memory one partition at a time (DESIGN.md "Bounded
+memory" and "Scale beyond one machine"; the decisions D1-D8 are `mondrian`'s).
+
+Why: `mondrian.partition` needs every row's codes in one Python process (hundreds of MB at a
+million rows).  The split decision needs aggregates only (D8), so a partition larger than
+`threshold` rows is cut from GROUP BY frequency sets by the same `mondrian.choose_cut`, and the
+cut is applied by a set-based UPDATE; a partition at or below the threshold is pulled alone and
+finished by `mondrian.partition`.  Python then holds at most `threshold` rows, plus one summary
+per class.  The result is the partitioning `mondrian.partition` gives on the whole table: the
+same partitions, summaries and tree-order numbering.
+
+The work table `WORK` (built by the caller, e.g. `generalized.plan_mondrian`) has per row
+
+    _k     the row key (copied into the map)
+    rn     int4 1..n, the row order (key order)
+    c0..   int4 per QI its working code: numeric / ordinal codes, taxonomy leaf ranks
+           (`Taxonomy.code_rank` of the leaf code), so every taxonomy node is a rank interval
+    s0..   int4 per SA channel its code (only when the predicate reads SAs)
+    ord    int4 (optional) the order relaxed cuts take median rows in, when not rn (seed)
+    part   int4, 0 on every row: the SQL partition a row is in
+
+Decisions:
+
+- S1  A partition with more than `threshold` rows is cut in SQL, one with at most `threshold`
+      rows is pulled and finished in memory.  threshold 0 never uses SQL: the whole table is
+      pulled once (the plain in-memory run).
+- S2  Level by level: one GROUPING SETS query gives the frequency sets of every large partition
+      of the level (per QI: GROUP BY part, QI code and every SA channel, D8); `choose_cut`
+      decides each; one UPDATE applies all range and taxonomy cuts of the level as code
+      intervals (a taxonomy child is the rank interval of its node), and for relaxed cuts one
+      more UPDATE sends the first `take[v]` median rows of every SA vector v (row_number over
+      (part, SA vector) ordered by the order column) left, the others right (D3).
+- S3  Numbering is tree order (D6): every partition carries its path of part indices (lhs 0,
+      rhs 1; taxonomy children in order); SQL leaves are taken in path order, each gives its
+      classes in the tree order of its in-memory run (or one class when no cut was allowed).
+- S4  The row order inside a pulled partition is the order column, and the in-memory run gets
+      the schema without its seed (the dimension priority it drew stays), so relaxed median
+      rows go the same way as in a whole-table run with the seed, whose row order the caller
+      put in `ord` (the inverse of `mondrian`'s seeded permutation).
+- S5  Class ids come back set-based: `BASE` (SQL leaf -> its first class, 0-based) and `LOCAL`
+      (rn -> class within its pulled partition, only rows whose local class is not 0);
+      `map_select` joins them to the work table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import mondrian
+from .errors import invalid
+
+__all__ = ["WORK", "BASE", "LOCAL", "TABLES", "Plan", "partition", "map_select", "drop_leftovers"]
+
+WORK = "pg_temp._pganon_mwork"
+BASE = "pg_temp._pganon_mbase"
+LOCAL = "pg_temp._pganon_mlocal"
+TABLES = ("_pganon_mwork", "_pganon_mbase", "_pganon_mlocal")
+_LO, _HI = -1, 2**31 - 1  # code bounds of the open ends of a range cut (codes are >= 0)
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """The partitions of a run, numbered 0.. in tree order, as `mondrian.Result` without the
+    per-row array (the rows' classes stay in the database, S5).
+
+    sizes       rows per partition
+    lo, hi      per QI (min code, max code) per partition (numeric/ordinal), None for taxonomy
+    nodes       per QI the LCA label per partition (taxonomy), None otherwise
+    rounds      split rounds (the tree depth), as `mondrian.Result.rounds`
+    levels      levels cut in SQL
+    pulled      partitions finished in memory
+    largest     rows of the largest pulled partition (the bound on Python's row memory)
+    """
+
+    sizes: np.ndarray
+    lo: tuple
+    hi: tuple
+    nodes: tuple
+    rounds: int
+    levels: int
+    pulled: int
+    largest: int
+
+    @property
+    def n_partitions(self):
+        return int(self.sizes.size)
+
+    def summary(self, p):
+        return tuple(self.nodes[j][p] if self.nodes[j] is not None
+                     else (int(self.lo[j][p]), int(self.hi[j][p])) for j in range(len(self.lo)))
+
+    def summaries(self):
+        return [self.summary(p) for p in range(self.n_partitions)]
+
+
+def drop_leftovers(db, names=TABLES):
+    """Drop this module's temp tables left by an earlier publish in the same transaction."""
+    for t in db.rows("SELECT relname::text AS r FROM pg_catalog.pg_class "
+                     "WHERE relnamespace = pg_catalog.pg_my_temp_schema() AND relname = ANY($1::text[])",
+                     [list(names)], ["text[]"]):
+        db.run(f"DROP TABLE pg_temp.{db.ident(t['r'])}")
+
+
+def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn", tick=None):
+    """Mondrian on the rows of `WORK` (n rows, all with part = 0): SQL cuts above `threshold`
+    rows, in-memory runs below (S1-S4).  Fills `BASE` and `LOCAL` (S5) and returns the `Plan`.
+
+    schema     the run's `mondrian.Schema` (global domains; taxonomy codes in WORK are ranks)
+    predicate  the admissible-cut test (D7)
+    order      the column that orders rows for relaxed cuts: 'rn', or 'ord' with a seed (S4)
+    tick       called between statements and partitions (cancel / statement_timeout)
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+        raise invalid(f"sql_threshold must be an integer >= 0, not {threshold!r}",
+                      hint="0 runs Mondrian in memory; e.g. 100000 cuts larger partitions in SQL")
+    if order not in ("rn", "ord"):
+        raise invalid(f"order must be 'rn' or 'ord', not {order!r}")
+    if mode not in mondrian.MODES:
+        raise invalid(f"mode {mode!r} is not one of {', '.join(mondrian.MODES)}")
+    tick = tick or (lambda: None)
+    db.run(f"CREATE TEMP TABLE {LOCAL[8:]} (rn int4, local int4) ON COMMIT DROP")
+    paths = {0: ()}
+    leaves = []  # (path, part id, frequency sets of a final SQL partition or None = pull)
+    active = [0] if threshold and n > threshold else []
+    if not active:
+        leaves.append(((), 0, None))
+    levels, next_id = 0, 1
+    while active:
+        tick()
+        freqs = _freq_sets(db, active, schema)
+        cuts, deeper = [], []
+        for pid in active:
+            cut = mondrian.choose_cut([_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])],
+                                      schema, predicate, mode=mode)
+            if cut is None:
+                leaves.append((paths[pid], pid, freqs[pid]))
+                continue
+            kids = list(range(next_id, next_id + len(cut.sizes)))
+            next_id += len(kids)
+            for i, (kid, size) in enumerate(zip(kids, cut.sizes)):
+                paths[kid] = paths[pid] + (i,)
+                if size > threshold:
+                    deeper.append(kid)
+                else:
+                    leaves.append((paths[kid], kid, None))
+            cuts.append((pid, cut, kids))
+        if cuts:
+            tick()
+            _apply(db, cuts, schema, order)
+            levels += 1
+        active = deeper
+    return _finish(db, schema, predicate, mode, order, sorted(leaves, key=lambda x: x[0]), levels, tick)
+
+
+def map_select(key):
+    """SELECT of (key AS `key`, class_id 1..) for every row of WORK (S5); key is a quoted name."""
+    return (f"SELECT w._k AS {key}, (b.base + coalesce(l.local, 0) + 1)::int4 AS class_id "
+            f"FROM {WORK} w JOIN {BASE} b USING (part) LEFT JOIN {LOCAL} l USING (rn)")
+
+
+# --------------------------------------------------------------------------------------------
+# SQL levels
+# --------------------------------------------------------------------------------------------
+
+
+def _qi_cols(schema):
+    return [f"c{j}" for j in range(schema.d)]
+
+
+def _sa_cols(schema):
+    return [f"s{c}" for c in range(len(schema.sa_sizes))]
+
+
+def _freq_sets(db, parts, schema):
+    """{part: per QI (working codes, counts, SA channel codes)} of the given partitions, in one
+    scan: GROUP BY part, the SA channels and GROUPING SETS of the QI codes (D8, S2)."""
+    cs, ss = _qi_cols(schema), _sa_cols(schema)
+    which = "CASE " + " ".join(f"WHEN GROUPING({c}) = 0 THEN {j}" for j, c in enumerate(cs)) + " END"
+    code = cs[0] if len(cs) == 1 else f"COALESCE({', '.join(cs)})"
+    sa_sel = "".join(f", {s}" for s in ss)
+    inner = (f"SELECT part, {which} AS j, {code} AS code{sa_sel}, count(*) AS n FROM {WORK} "
+             f"WHERE part = ANY($1::int4[]) "
+             f"GROUP BY part{sa_sel}, GROUPING SETS ({', '.join(f'({c})' for c in cs)})")
+    rows = db.rows(f"SELECT part, j, array_agg(code) AS code, array_agg(n) AS n"
+                   + "".join(f", array_agg({s}) AS {s}" for s in ss)
+                   + f" FROM ({inner}) g GROUP BY part, j", [list(parts)], ["int4[]"])
+    out = {pid: [None] * schema.d for pid in parts}
+    for r in rows:
+        out[r["part"]][r["j"]] = (np.asarray(r["code"], np.int64), np.asarray(r["n"], np.int64),
+                                  tuple(np.asarray(r[s], np.int64) for s in ss))
+    return out
+
+
+def _as_codes(f, schema, j):
+    """A `FreqSet` from working codes: taxonomy ranks back to leaf codes."""
+    w, n, sa = f
+    tx = schema.taxonomies[j]
+    return mondrian.freq_set(w if tx is None else tx.rank_code[w], n, sa)
+
+
+def _apply(db, cuts, schema, order):
+    """One UPDATE for the code-interval parts of every cut of a level, one more for the median
+    rows of relaxed cuts (S2)."""
+    piece = {x: [] for x in ("part", "dim", "lo", "hi", "new")}
+    med = {x: [] for x in ("part", "dim", "value", "lhs", "rhs")}
+    ss = _sa_cols(schema)
+    take = {x: [] for x in ["part", *ss, "take"]}
+
+    def add(d, **kw):
+        for x, v in kw.items():
+            d[x].append(int(v))
+
+    for pid, cut, kids in cuts:
+        j = cut.dim
+        if cut.kind == "taxonomy":
+            tx = schema.taxonomies[j]
+            for kid, label in zip(kids, cut.children):
+                u = tx.node_id(label)
+                add(piece, part=pid, dim=j, lo=tx.first[u], hi=tx.last[u], new=kid)
+            continue
+        lhs, rhs = kids
+        v = int(cut.value)
+        add(piece, part=pid, dim=j, lo=_LO, hi=v if not cut.relaxed else v - 1, new=lhs)
+        add(piece, part=pid, dim=j, lo=v + 1, hi=_HI, new=rhs)
+        if cut.relaxed:
+            add(med, part=pid, dim=j, value=v, lhs=lhs, rhs=rhs)
+            for vec, t in cut.take.items():
+                add(take, part=pid, take=t, **dict(zip(ss, vec)))
+    dim_of = lambda a: "CASE c.dim " + " ".join(f"WHEN {j} THEN {a}.{c}" for j, c in enumerate(_qi_cols(schema))) + " END"
+    db.run(f"UPDATE {WORK} w SET part = c.new "
+           f"FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) AS c(part, dim, lo, hi, new) "
+           f"WHERE w.part = c.part AND {dim_of('w')} BETWEEN c.lo AND c.hi",
+           [piece[x] for x in ("part", "dim", "lo", "hi", "new")], ["int4[]"] * 5)
+    if not med["part"]:
+        return
+    tcols = ["part", *ss, "take"]
+    targs = ", ".join(f"${6 + i}::int4[]" for i in range(len(tcols)))
+    on_sa = "".join(f" AND t.{s} = x.{s}" for s in ss)
+    db.run(f"UPDATE {WORK} w SET part = CASE WHEN x.r < coalesce(t.take, 0) THEN x.lhs ELSE x.rhs END "
+           f"FROM (SELECT v.rn, v.part{''.join(f', v.{s}' for s in ss)}, c.lhs, c.rhs, row_number() OVER "
+           f"(PARTITION BY v.part{''.join(f', v.{s}' for s in ss)} ORDER BY v.{order}) AS r "
+           f"FROM {WORK} v JOIN unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) "
+           f"AS c(part, dim, value, lhs, rhs) ON v.part = c.part AND {dim_of('v')} = c.value) x "
+           f"LEFT JOIN unnest({targs}) AS t({', '.join(tcols)}) ON t.part = x.part{on_sa} "
+           f"WHERE w.rn = x.rn",
+           [med[x] for x in ("part", "dim", "value", "lhs", "rhs")] + [take[x] for x in tcols],
+           ["int4[]"] * (5 + len(tcols)))
+
+
+# --------------------------------------------------------------------------------------------
+# Leaves: final SQL partitions and pulled ones, in tree order
+# --------------------------------------------------------------------------------------------
+
+
+def _finish(db, schema, predicate, mode, order, leaves, levels, tick):
+    """Class summaries in tree order; BASE and LOCAL filled (S3, S5)."""
+    local_schema = replace(schema, seed=None)  # S4: the row order is the pulled order
+    d = schema.d
+    cols = ["rn", *_qi_cols(schema), *_sa_cols(schema)]
+    pull_sql = (f"SELECT array_agg(ARRAY[{', '.join(cols)}] ORDER BY {order})::text AS a, count(*) AS n "
+                f"FROM {WORK} WHERE part = $1")
+    sizes, lo, hi, lca = [], [[] for _ in range(d)], [[] for _ in range(d)], [[] for _ in range(d)]
+    base_part, base = [], []
+    rounds = pulled = largest = 0
+    next_class = 0
+    for path, pid, freqs in leaves:
+        tick()
+        base_part.append(pid)
+        base.append(next_class)
+        if freqs is not None:  # a large partition no cut was allowed on
+            sizes.append(int(freqs[0][1].sum()))
+            for j in range(d):
+                w = freqs[j][0]
+                bounds = np.array([w.min()]), np.array([w.max()])
+                if schema.taxonomies[j] is None:
+                    lo[j].append(bounds[0])
+                    hi[j].append(bounds[1])
+                else:
+                    lca[j].append(schema.taxonomies[j].lca(*bounds).tolist())
+            rounds = max(rounds, len(path))
+            next_class += 1
+            continue
+        r = db.one(pull_sql, [pid], ["int4"])
+        m = int(r["n"])
+        rows = np.fromstring(r["a"].replace("{", "").replace("}", ""), dtype=np.int64, sep=",").reshape(m, len(cols))
+        codes = [rows[:, 1 + j] for j in range(d)]
+        codes = [c if schema.taxonomies[j] is None else schema.taxonomies[j].rank_code[c]
+                 for j, c in enumerate(codes)]
+        res = mondrian.partition(codes, [rows[:, 1 + d + c] for c in range(len(schema.sa_sizes))],
+                                 local_schema, predicate, mode=mode)
+        keep = res.partition > 0
+        if keep.any():
+            db.run(f"INSERT INTO {LOCAL} SELECT * FROM unnest($1::text::int4[], $2::text::int4[])",
+                   [_pg_array(rows[keep, 0]), _pg_array(res.partition[keep])], ["text", "text"])
+        sizes.append(res.sizes)
+        for j in range(d):
+            if schema.taxonomies[j] is None:
+                lo[j].append(res.lo[j])
+                hi[j].append(res.hi[j])
+            else:
+                lca[j].append([schema.taxonomies[j].index[x] for x in res.nodes[j]])
+        rounds = max(rounds, len(path) + res.rounds)
+        pulled += 1
+        largest = max(largest, m)
+        next_class += res.n_partitions
+        del rows, codes, res
+    db.run(f"CREATE TEMP TABLE {BASE[8:]} ON COMMIT DROP AS "
+           f"SELECT * FROM unnest($1::int4[], $2::int4[]) AS b(part, base)", [base_part, base], ["int4[]"] * 2)
+    db.run(f"ANALYZE {BASE}")
+    db.run(f"ANALYZE {LOCAL}")
+    return _plan(schema, sizes, lo, hi, lca, rounds, levels, pulled, largest)
+
+
+def _plan(schema, sizes, lo, hi, lca, rounds, levels, pulled, largest):
+    los, his, nodes = [], [], []
+    for j in range(schema.d):
+        tx = schema.taxonomies[j]
+        if tx is None:
+            los.append(np.concatenate(lo[j]).astype(np.int64))
+            his.append(np.concatenate(hi[j]).astype(np.int64))
+            nodes.append(None)
+        else:
+            los.append(None)
+            his.append(None)
+            nodes.append([tx.labels[u] for ids in lca[j] for u in ids])
+    return Plan(sizes=np.concatenate([np.atleast_1d(s) for s in sizes]).astype(np.int64), lo=tuple(los),
+                hi=tuple(his), nodes=tuple(nodes), rounds=rounds, levels=levels, pulled=pulled,
+                largest=largest)
+
+
+def _pg_array(a):
+    """An int array as one PostgreSQL array literal (the server parses it; plpy would convert
+    element by element)."""
+    return "{" + ",".join(map(str, a.tolist())) + "}"
