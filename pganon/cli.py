@@ -198,8 +198,9 @@ def cmd_dataset(args):
         return
     with connect(args.dsn) as conn:
         _progress(f"loading {args.name}")
+        extra = {k: v for k, v in (("persons", args.persons), ("seed", args.seed)) if v is not None}
         info = datasets.load(conn, args.name, table=args.table, rows=args.rows, replace=args.replace,
-                             declare=not args.no_apply)
+                             declare=not args.no_apply, **extra)
     print(_kv(info))
 
 
@@ -324,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--table", default=None)
     s.add_argument("--replace", action="store_true")
     s.add_argument("--no-apply", action="store_true", help="load the table only, without its attribute file")
+    s.add_argument("--persons", type=int, default=None, help="informs_synthetic: number of persons (default 50,000)")
+    s.add_argument("--seed", type=int, default=None, help="synthetic datasets: the seed")
     s.set_defaults(fn=cmd_dataset)
 
     s = sub.add_parser("publish", parents=[common], help="publish a verified release")
