@@ -104,7 +104,8 @@ def plan(db, ds, p):
     except ValueError as exc:
         raise invalid(str(exc))
     p["generalized"] = gen
-    p["lca"] = _lca_cells(db, ds, p, records, out.group, gen)
+    # (p,k) suppresses every categorical QI, as the paper's Table 2 does; (c,k) generalizes
+    p["lca"] = _lca_cells(db, ds, p, records, out.group, gen) if p["kind"] == "ck" else {}
     if p["kind"] == "ck":
         p["plan_facts"] = {
             "mode_achieved": out.mode_achieved, "fallback": out.fallback, "fallback_reason": out.fallback_reason,
