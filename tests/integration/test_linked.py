@@ -154,11 +154,13 @@ def test_random_ck_releases_verify_and_resist_fcorr(conn, data):
 
 def test_statement_timeout_stops_a_long_refinement_and_leaves_nothing(conn, name):
     """Refinement is superlinear in the number of buckets and runs in Python, where the server
-    cannot interrupt it; the engine lets a cancel or statement_timeout through while it runs."""
+    cannot interrupt it; the engine lets a cancel or statement_timeout through while it runs.
+    At 48,000 rows the plan phase alone takes about 25 s here (and verify and measure over a
+    minute each), so a cancel that waited for Python to return would take far longer than 10 s."""
     import time
     conn.execute(f"CREATE TABLE {name} AS SELECT i AS id, 20 + (i * 7919) % 60 AS age, "
                  f"(ARRAY['M','F'])[1 + i % 2] AS sex, 'a' || ((i * 31) % 14) AS a, 'b' || ((i * 17) % 9) AS b, "
-                 f"'c' || ((i * 13) % 7) AS c FROM generate_series(1, 4000) i")
+                 f"'c' || ((i * 13) % 7) AS c FROM generate_series(1, 48000) i")
     conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY (id)")
     conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, 'id')", (name, name))
     for col, role in [("age", "quasi"), ("sex", "quasi"), ("a", "sensitive"), ("b", "sensitive"), ("c", "sensitive")]:
@@ -172,7 +174,7 @@ def test_statement_timeout_stops_a_long_refinement_and_leaves_nothing(conn, name
             publish(conn, name, "ck_anonymization", k=2, c=2, c_f=2)
     finally:
         conn.execute("RESET statement_timeout")
-    assert time.perf_counter() - t0 < 20
+    assert time.perf_counter() - t0 < 10
     assert (_release_count(conn), _data_tables(conn)) == before
 
 
