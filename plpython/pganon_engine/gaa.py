@@ -46,14 +46,23 @@ Decisions (spec items in brackets):
       measures [A9]; a constant factor never changes a choice.
 - G8  Scale [§2.3]: a step is one vectorized scan over the live classes (per QI one gather from
       a cached row of costs to C_s's node), so a run is O(#tuples^2 * m) numpy work.  S1, S2
-      and S5 score privacy only inside the min-cost set; S3, S4, S6, S7 and the baselines
-      score every candidate, with a dense (values x classes) histogram matrix, and cost about
-      ten times more.  Full UCI Adult (30,162 rows, 9 QIs, 19,502 distinct tuples), S1, k = 10:
-      about 3 s of CPU with numpy 1.24.
+      and S5 score privacy only inside the min-cost set.  The others score every candidate
+      without building merged histograms: a merged class's entropy is the candidate's sum of
+      c ln c plus the terms of C_s's few values, its t_clo numerator a sum over per-class
+      deviation columns.  In table scope the table's value is the merged class's against the
+      extreme class E1 of the others (the three most extreme kept in a pool across steps,
+      §2.3); entropy being concave and L1 distance convex, a merge of classes no more extreme
+      than E1 leaves E1's value, so only the candidates that touch E1 or that the bound
+      (n_c v_c + n_s v_s) / n does not clear are computed.  This is exact for t_clo (from
+      2^17 rows on, where floats may misorder t_clo values, every candidate is computed); an
+      entropy taken from E1 or summed incrementally differs from a direct sum by rounding
+      only, far inside ENTROPY_TOL (G6).  Full UCI Adult_Mar (8 QIs, 16,290 tuples), NLLM,
+      k = 10: S1 about 2.3 s of CPU with numpy 1.24, every other strategy within 2x.
 """
 
 import math
 import random
+from collections import namedtuple
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -72,6 +81,9 @@ ENTROPY_TOL = 1e-9
 RATIO_TOL = 1e-9
 _SAFE = 2 ** 62
 _XLOGX_MAX = 1 << 22
+_FEW = 16  # up to this many candidates, Python loops beat numpy calls
+_NONE = np.zeros(0, dtype=np.int64)
+_NONE.flags.writeable = False
 
 
 # ----------------------------------------------------------------------------------- measures
@@ -314,11 +326,74 @@ def _histograms(histograms, cnt):
     return mat
 
 
+# Privacy scores of the candidates (_Run._privacy): ent, or tn and td, per position of `at`,
+# every other position having the value of the class in slot `base`; or, base and at None,
+# per position.
+_Scores = namedtuple("_Scores", "base at ent tn td")
+
+
+class _Pool:
+    """The few live slots holding the lowest (largest=False) or highest values of a per-slot
+    array, kept across steps.  Every live class outside the pool has a value no better than
+    `thr`, so the best ones of the pool are the best of the table; the pool is refilled from
+    the whole table when it runs low (G8).  SIZE must be at least 4: the three best other
+    than C_s."""
+
+    SIZE = 32
+
+    def __init__(self, vals, largest):
+        self.vals, self.largest = vals, largest
+        self.slots, self.thr = set(), None
+
+    def best(self, s, live, n=3):
+        """The (up to) n live slots other than s with the best values, best first."""
+        pool = [x for x in self.slots if x != s]
+        if len(pool) < n and len(self.slots) < live:
+            self._fill(live)
+            pool = [x for x in self.slots if x != s]
+        v = self.vals
+        pool.sort(key=(lambda x: -v[x]) if self.largest else v.__getitem__)
+        return pool[:n]
+
+    def _fill(self, live):
+        v = self.vals[:live]
+        if live <= self.SIZE:
+            idx = np.arange(live)
+        elif self.largest:
+            idx = np.argpartition(v, live - self.SIZE)[live - self.SIZE:]
+        else:
+            idx = np.argpartition(v, self.SIZE - 1)[:self.SIZE]
+        self.slots = set(idx.tolist())
+        self.thr = v[idx].min() if self.largest else v[idx].max()
+
+    def changed(self, x):
+        """The class in slot x has a new value."""
+        self.slots.discard(x)
+        if self.thr is not None:
+            v = self.vals[x]
+            if (v > self.thr) if self.largest else (v < self.thr):
+                self.slots.add(x)
+
+    def removed(self, x, last):
+        """Slot x is emptied and the class in slot `last` moves into it."""
+        self.slots.discard(x)
+        if last != x and last in self.slots:
+            self.slots.discard(last)
+            self.slots.add(x)
+
+    def swapped(self, x, y):
+        if (x in self.slots) != (y in self.slots):
+            self.slots.symmetric_difference_update((x, y))
+
+
 class _Run:
     """The state of one GAA run: live classes in slots 0 .. live-1 (a removed slot is filled
     by the last one), per-attribute node ids T[j, slot], sizes, creation ids, tuple keys
     (mixed-radix numbers of the node ids) and, for the privacy strategies, the histograms as
-    columns hist[:, slot] with each class's entropy and t_clo numerator."""
+    columns hist[:, slot] with what each class brings to a merge: its own entropy and the sum
+    of c ln c over its counts (X), or its t_clo numerator and deviation column c_s N - n N_s
+    (dev).  Each step first moves C_s into the last live slot, so the candidates are the
+    slots 0 .. s-1 (slot order never decides anything: ties go by creation id)."""
 
     def __init__(self, hs, met, leaf, cnt, hist, k, strategy, cost_mode, scope, seed, trace,
                  tick):
@@ -347,33 +422,49 @@ class _Run:
             radix.append(r)
             r *= len(h)
         self.radix = radix
+        self.keys64 = r < _SAFE  # tuple keys fit int64
         self.key = [sum(int(v) * x for v, x in zip(col, radix)) for col in leaf.T.tolist()]
         self.slot_of = {key: x for x, key in enumerate(self.key)}
         self.lca_cache = [dict() for _ in hs]
         self.cost_cache = [dict() for _ in hs]
+        self.list_cache = [dict() for _ in hs]
         self.klca_cache = [dict() for _ in hs]
+        self.anc_cache = [dict() for _ in hs]
+        # Attribute order for the filters of _select: the most values first.
+        self.order = sorted(range(self.m), key=lambda j: -len(hs[j]))
         self.hist = None
-        self.sorted = False
         self.need_l = strategy in ("S2", "S3", "S4", "l_div")
         self.need_t = strategy in ("S5", "S6", "S7", "t_clo")
+        self.per_slot = []  # the 1-d per-slot arrays that move with their class
+        self.per_col = []  # the (values x slots) matrices that do
+        self.pool = None
         if hist is not None:
             self.hist = np.ascontiguousarray(hist.T)
             self.G = self.hist.sum(axis=1)
             self.N = total
             q = self.hist.shape[0]
             self.t64 = q * total * total < _SAFE and 2 * total ** 3 < _SAFE
+            # Floats of tn / n order the classes' t_clo exactly (distinct ones differ by
+            # 1 / (2 N^3) relatively at least): needed by the table-scope shortcut.
+            self.tf_exact = self.t64 and 2 * total ** 3 < 2 ** 52
             self.xlogx = None
             if total <= _XLOGX_MAX:
                 c = np.arange(total + 1, dtype=np.float64)
                 self.xlogx = c * np.log(np.where(c > 0, c, 1.0))
-            self.ent = self._entropy(self.hist, cnt)
-            self.tn = self._tnum(self.hist, cnt)
-            # Sorted tuple keys for vectorized fusion lookups (G3), when keys fit in int64.
-            self.sorted = r < _SAFE
-            if self.sorted:
-                keys = np.array(self.key, dtype=np.int64)
-                order = np.argsort(keys, kind="stable")
-                self.sk, self.ss = keys[order], order
+            self.per_col.append(self.hist)
+            if self.need_l:
+                self.ent = self._entropy(self.hist, cnt)
+                self.X = self._xl(self.hist).sum(axis=0)
+                self.per_slot += [self.ent, self.X]
+                self.pool = _Pool(self.ent, largest=False)
+            if self.need_t:
+                self.tn = self._tnum(self.hist, cnt)
+                self.tf = self.tn.astype(np.float64) / cnt
+                self.per_slot += [self.tn, self.tf]
+                self.pool = _Pool(self.tf, largest=True)
+                if self.t64:
+                    self.dev = self.hist * self.N - self.G[:, None] * cnt[None, :]
+                    self.per_col.append(self.dev)
 
     # ---------------------------------------------------------------------------- helpers
 
@@ -385,10 +476,26 @@ class _Run:
         return row
 
     def _klca_row(self, j, a):
+        """Per node v of attribute j: LCA(a, v) times the attribute's key radix."""
         row = self.klca_cache[j].get(a)
         if row is None:
             row = self._lca_row(j, a) * self.radix[j]
             self.klca_cache[j][a] = row
+        return row
+
+    def _lca_list(self, j, a):
+        row = self.list_cache[j].get(a)
+        if row is None:
+            row = self._lca_row(j, a).tolist()
+            self.list_cache[j][a] = row
+        return row
+
+    def _anc_mask(self, j, a):
+        """Per node v of attribute j: is v an ancestor of node a (or a itself)?"""
+        row = self.anc_cache[j].get(a)
+        if row is None:
+            row = self._lca_row(j, a) == np.arange(len(self.hs[j]))
+            self.anc_cache[j][a] = row
         return row
 
     def _cost_rows(self, j, a):
@@ -404,15 +511,17 @@ class _Run:
             self.cost_cache[j][a] = rows
         return rows
 
+    def _xl(self, mat):
+        """c ln c of each count (0 for 0)."""
+        if self.xlogx is not None:
+            return self.xlogx[mat]
+        f = mat.astype(np.float64)
+        return f * np.log(np.where(f > 0, f, 1.0))
+
     def _entropy(self, mat, n):
         """Entropy of each column of a (values x classes) count matrix."""
-        if self.xlogx is not None:
-            s = self.xlogx[mat].sum(axis=0)
-        else:
-            f = mat.astype(np.float64)
-            s = (f * np.log(np.where(f > 0, f, 1.0))).sum(axis=0)
         nf = n.astype(np.float64)
-        return np.log(nf) - s / nf
+        return np.log(nf) - self._xl(mat).sum(axis=0) / nf
 
     def _tnum(self, mat, n):
         """Per column, sum_s |c_s N - n N_s|: t_clo (L1) times n N, an exact integer."""
@@ -439,6 +548,9 @@ class _Run:
             if smallest >= k:
                 break
             s = self._pick(np.flatnonzero(sz == smallest))
+            if s != self.live - 1:
+                self._swap(s, self.live - 1)
+                s = self.live - 1
             c, cost = self._partner(s)
             self._merge(s, c, cost)
             self.steps += 1
@@ -446,25 +558,22 @@ class _Run:
                 self.tick()
 
     def _costs(self, s):
-        """Merge cost of C_s with every live class (slot s itself gets `big`)."""
-        live = self.live
+        """Merge cost of C_s (in the last live slot s) with each candidate, slots 0 .. s-1."""
         a = self.T[:, s]
         if self.cost_mode == "pairwise":
             cost = None
             for j in range(self.m):
-                g = self._cost_rows(j, int(a[j]))[self.T[j, :live]]
+                g = self._cost_rows(j, int(a[j]))[self.T[j, :s]]
                 cost = g if cost is None else cost + g
-        else:
-            us = uc = None
-            for j in range(self.m):
-                ra, rv = self._cost_rows(j, int(a[j]))
-                col = self.T[j, :live]
-                us = ra[col] if us is None else us + ra[col]
-                uc = rv[col] if uc is None else uc + rv[col]
-            sizes = self.size[:live] if self.int64 else self.size[:live].astype(object)
-            cost = int(self.size[s]) * us + sizes * uc
-        cost[s] = self.big
-        return cost
+            return cost
+        us = uc = None
+        for j in range(self.m):
+            ra, rv = self._cost_rows(j, int(a[j]))
+            col = self.T[j, :s]
+            us = ra[col] if us is None else us + ra[col]
+            uc = rv[col] if uc is None else uc + rv[col]
+        sizes = self.size[:s] if self.int64 else self.size[:s].astype(object)
+        return int(self.size[s]) * us + sizes * uc
 
     def _partner(self, s):
         cost = self._costs(s)
@@ -472,104 +581,240 @@ class _Run:
         if st in ("S1", "S2", "S5"):
             pos = np.flatnonzero(cost == cost.min())
             if st != "S1" and len(pos) > 1:
-                ent, tn, td = self._privacy(s, pos)
-                pos = pos[_argmax_tol(ent)] if st == "S2" else pos[_argmin_frac(tn, td)]
+                sc = self._privacy(s, pos)
+                pos = pos[_argmax_tol(sc.ent)] if st == "S2" else pos[_argmin_frac(sc.tn, sc.td)]
+        elif st in ("S4", "S7"):
+            pos = self._by_product(s, cost)
         else:
-            pos = np.delete(np.arange(self.live), s)
-            ent, tn, td = self._privacy(s, pos)
-            c = cost[pos]
-            if st in ("S3", "S6"):
-                sel = _argmax_tol(ent) if st == "S3" else _argmin_frac(tn, td)
-                pos, c = pos[sel], c[sel]
-                pos = pos[c == c.min()]
-            elif st == "S4":
-                v = c.astype(np.float64) * np.exp(-ent)
-                pos = pos[v <= v.min() * (1 + RATIO_TOL)]
-            elif st == "S7":
-                approx = c.astype(np.float64) * (tn.astype(np.float64) / td.astype(np.float64))
-                near = np.flatnonzero(approx <= approx.min() * (1 + RATIO_TOL))
-                exact = c[near].astype(object) * tn[near].astype(object)
-                sel = near[_argmin_frac(exact, td[near].astype(object))]
-                pos, c = pos[sel], c[sel]
-                pos = pos[c == c.min()]
-            elif st == "l_div":
-                pos = pos[_argmax_tol(ent)]
-            else:  # t_clo
-                pos = pos[_argmin_frac(tn, td)]
+            pos = self._by_privacy(s, cost)
         c = self._pick(pos)
         return c, cost[c]
 
-    def _privacy(self, s, pos):
-        """For merging C_s with each class at pos: the entropy (log of l_div) and t_clo as the
-        fraction tn / (td N) of the resulting class (G3), or of the resulting table (G5)."""
-        fused = self._fusion(s, pos)
-        hist, size = self.hist, self.size
-        mat = hist[:, pos] + hist[:, s:s + 1]
-        n = size[pos] + size[s]
-        has = np.flatnonzero(fused >= 0)
-        if len(has):
-            mat[:, has] += hist[:, fused[has]]
-            n[has] += size[fused[has]]
-        ent = self._entropy(mat, n) if self.need_l else None
-        tn = self._tnum(mat, n) if self.need_t else None
-        td = n if self.t64 else n.astype(object)
-        if self.scope == "table":
-            ent, tn, td = self._table_scope(s, pos, fused, ent, tn, td)
-        return ent, tn, td
+    def _by_privacy(self, s, cost):
+        """S3, S6, l_div, t_clo: the candidates with the best privacy value, then (S3, S6)
+        the cheapest of them.  Positions are the candidate slots 0 .. s-1."""
+        sc = self._privacy(s, None)
+        sel, rest = self._best(sc, s)
+        cheapest = self.strategy in ("S3", "S6")
+        if rest:  # every position outside sc.at is in, with sc.at[sel]
+            out = np.delete(sc.at, sel)
+            if not cheapest:
+                keep = np.ones(s, dtype=bool)
+                keep[out] = False
+                return np.flatnonzero(keep)
+            c = cost.copy()
+            c[out] = self.big
+            return np.flatnonzero(c == c.min())
+        pos = sel if sc.at is None else sc.at[sel]
+        if not cheapest:
+            return pos
+        c = cost[pos]
+        return pos[c == c.min()]
 
-    def _fusion(self, s, pos):
-        """Per candidate, the slot of the live class whose tuple equals the merged tuple, if it
-        is neither C_s nor the candidate (G3); else -1."""
-        a = self.T[:, s]
-        if self.sorted:
-            mk = None
-            for j in range(self.m):
-                g = self._klca_row(j, int(a[j]))[self.T[j, pos]]
-                mk = g if mk is None else mk + g
-            at = np.minimum(np.searchsorted(self.sk, mk), len(self.sk) - 1)
-            fused = np.where(self.sk[at] == mk, self.ss[at], -1)
+    def _best(self, sc, count):
+        """The best privacy value (G6: max entropy within ENTROPY_TOL, exact min t_clo): the
+        positions in sc.at (all positions for sc.base None) that have it, and whether the
+        positions outside sc.at (sc.base's value) have it too."""
+        bulk = sc.base is not None and len(sc.at) < count
+        if self.need_l:
+            top = sc.ent.max() if len(sc.ent) else -np.inf
+            if bulk:
+                top = max(top, self.ent[sc.base])
+            sel = np.flatnonzero(sc.ent >= top - ENTROPY_TOL)
+            return sel, bulk and self.ent[sc.base] >= top - ENTROPY_TOL
+        sel = _argmin_frac(sc.tn, sc.td) if len(sc.tn) else _NONE
+        if not bulk or not len(sel):
+            return sel, bulk
+        lhs = int(self.tn[sc.base]) * int(sc.td[sel[0]])
+        rhs = int(sc.tn[sel[0]]) * int(self.size[sc.base])
+        if lhs < rhs:
+            return _NONE, True
+        return sel, lhs == rhs
+
+    def _by_product(self, s, cost):
+        """S4 (min cost / l_div, within RATIO_TOL) and S7 (exact min cost * t_clo, then min
+        cost) over the candidate slots 0 .. s-1."""
+        sc = self._privacy(s, None)
+        cf = cost.astype(np.float64)
+        if self.need_l:
+            if sc.base is None:
+                v = cf * np.exp(-sc.ent)
+            else:
+                v = cf * np.exp(-self.ent[sc.base])
+                v[sc.at] = cf[sc.at] * np.exp(-sc.ent)
+            return np.flatnonzero(v <= v.min() * (1 + RATIO_TOL))
+        ratio = sc.tn.astype(np.float64) / sc.td.astype(np.float64)
+        if sc.base is None:
+            approx = cf * ratio
         else:
-            cols = [self._lca_row(j, int(a[j]))[self.T[j, pos]].tolist() for j in range(self.m)]
-            fused = np.array([self.slot_of.get(sum(v * x for v, x in zip(row, self.radix)), -1)
-                              for row in zip(*cols)], dtype=np.int64)
-        fused[(fused == s) | (fused == pos)] = -1
-        return fused
+            approx = cf * (float(self.tn[sc.base]) / float(self.size[sc.base]))
+            approx[sc.at] = cf[sc.at] * ratio
+        near = np.flatnonzero(approx <= approx.min() * (1 + RATIO_TOL))
+        tn, td = self._tclo_at(sc, near)
+        pos = near[_argmin_frac(cost[near].astype(object) * tn, td)]
+        c = cost[pos]
+        return pos[c == c.min()]
 
-    def _table_scope(self, s, pos, fused, ent, tn, td):
-        """Table-level l_div (min) and t_clo (max) after each candidate merge: the merged class
-        against the extreme among the classes that stay untouched."""
-        live = self.live
-        # At most three classes leave the table (C_s, the candidate, the absorbing class), so
-        # the four lowest entropies or the four highest t_clo among the live classes suffice.
-        few = min(4, live)
-        if ent is not None:
-            e_all = self.ent[:live]
-            low = np.argpartition(e_all, few - 1)[:few] if live > few else np.arange(live)
-            low = low[np.argsort(e_all[low], kind="stable")]
-            ue = np.full(len(pos), np.inf)
-            left = np.ones(len(pos), dtype=bool)
-            for x in low:
-                if x != s:
-                    take = left & (pos != x) & (fused != x)
-                    ue[take] = e_all[x]
-                    left &= ~take
-            ent = np.minimum(ent, ue)
-        if tn is not None:
-            t_all = self.tn[:live].astype(np.float64) / self.size[:live]
-            high = np.argpartition(-t_all, few - 1)[:few] if live > few else np.arange(live)
-            high = high[np.argsort(-t_all[high], kind="stable")]
-            un = np.zeros(len(pos), dtype=tn.dtype)
-            ud = np.ones(len(pos), dtype=td.dtype)
-            left = np.ones(len(pos), dtype=bool)
-            for x in high:
-                if x != s:
-                    take = left & (pos != x) & (fused != x)
-                    un[take] = self.tn[x]
-                    ud[take] = self.size[x]
-                    left &= ~take
-            worse = un * td > tn * ud
-            tn, td = np.where(worse, un, tn), np.where(worse, ud, td)
-        return ent, tn, td
+    def _tclo_at(self, sc, pos):
+        """t_clo numerators and denominators (Python ints) of the given positions."""
+        if sc.base is None:
+            return sc.tn[pos].astype(object), sc.td[pos].astype(object)
+        tn = np.full(len(pos), int(self.tn[sc.base]), dtype=object)
+        td = np.full(len(pos), int(self.size[sc.base]), dtype=object)
+        i = np.minimum(np.searchsorted(sc.at, pos), len(sc.at) - 1)
+        hit = sc.at[i] == pos
+        tn[hit] = sc.tn[i[hit]].astype(object)
+        td[hit] = sc.td[i[hit]].astype(object)
+        return tn, td
+
+    # --------------------------------------------------------------------------- privacy
+
+    def _privacy(self, s, pos):
+        """For merging C_s with each candidate (the slots pos, or all of 0 .. s-1 for None):
+        the entropy (log of l_div) or t_clo as the fraction tn / (td N) of the class it
+        creates (G3), or of the table it leaves (G5), as a _Scores.
+
+        Table scope: a table's value is its merged class's against the extreme E1 of the
+        classes the merge leaves untouched.  Entropy is concave and the L1 distance convex,
+        so merging classes no more extreme than E1 cannot beat E1: all such candidates get
+        E1's value as it is (what a full computation gives, exactly for t_clo, up to
+        rounding for entropies: G8), and only the others are computed (those touching E1,
+        and, when C_s itself is more extreme than E1, those whose bound
+        (n_c v_c + n_s v_s) / n does not clear E1)."""
+        if self.scope == "class":
+            val, n, _, _ = self._merged(s, slice(0, s) if pos is None else pos)
+            if self.need_l:
+                return _Scores(None, None, val, None, None)
+            return _Scores(None, None, None, val, n if self.t64 else n.astype(object))
+        ext = self.pool.best(s, self.live)
+        if pos is None:
+            base, at = ext[0], self._exact_set(s, ext[0])
+            slots = at
+        else:
+            base, at, slots = None, None, pos
+        val, n, fi, fe = self._merged(s, slots)
+        other = _untouched(ext, slots, fi, fe)
+        if self.need_l:
+            ent = np.minimum(val, np.where(other >= 0, self.ent[other], np.inf))
+            return _Scores(base, at, ent, None, None)
+        un = np.where(other >= 0, self.tn[other], 0)
+        ud = np.where(other >= 0, self.size[other], 1)
+        if not self.t64:
+            n = n.astype(object)
+        worse = un * n > val * ud
+        return _Scores(base, at, None, np.where(worse, un, val), np.where(worse, ud, n))
+
+    def _exact_set(self, s, x1):
+        """The candidate slots whose table value is not simply that of the extreme class x1
+        (table scope, every candidate scored): x1 itself, the candidates whose merge x1
+        would absorb (G3), and those whose bound does not clear x1's value."""
+        size, ns = self.size, int(self.size[s])
+        parts = [np.array([x1], dtype=np.int64)]
+        if self.need_l:
+            e1, es = self.ent[x1], self.ent[s]
+            if es < e1:
+                sz = size[:s]
+                parts.append(np.flatnonzero((sz * self.ent[:s] + ns * es) / (sz + ns) < e1))
+        elif not self.tf_exact:
+            return np.arange(s)
+        else:
+            t1n, t1d, tns = int(self.tn[x1]), int(size[x1]), int(self.tn[s])
+            if tns * t1d > t1n * ns:
+                parts.append(np.flatnonzero((self.tn[:s] + tns) * t1d > t1n * (size[:s] + ns)))
+        a, e = self.T[:, s].tolist(), self.T[:, x1].tolist()
+        if all(self._anc_mask(j, a[j])[e[j]] for j in range(self.m)):
+            parts.append(self._select([self._lca_row(j, a[j]) == e[j] for j in range(self.m)],
+                                      slice(0, s)))
+        parts = [p for p in parts if len(p)]
+        return parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+
+    def _merged(self, s, slots):
+        """For merging C_s with each candidate slot (a slice 0 .. s-1 or an index array):
+        the entropy or t_clo numerator and the size of the class it creates (G3: with the
+        live class that absorbs it), and the positions absorbed with the absorbing slots.
+        Only what C_s adds is computed: the terms of its sensitive values for the entropy,
+        its deviation column for t_clo; absorbed ones are recomputed whole."""
+        size, hist = self.size, self.hist
+        n = size[slots] + size[s]
+        if self.need_l:
+            x = self.X[slots].copy()
+            col = hist[:, s]
+            for v in np.flatnonzero(col).tolist():
+                row = hist[v, slots]
+                x += self._xl(row + col[v]) - self._xl(row)
+            nf = n.astype(np.float64)
+            val = np.log(nf) - x / nf
+        elif self.t64:
+            val = np.abs(self.dev[:, slots] + self.dev[:, s:s + 1]).sum(axis=0)
+        else:
+            val = self._tnum(hist[:, slots] + hist[:, s:s + 1], n)
+        fi, fe = self._fused(s, slots)
+        if len(fi):
+            at = fi if isinstance(slots, slice) else slots[fi]
+            mat = hist[:, at] + hist[:, fe] + hist[:, s:s + 1]
+            n[fi] += size[fe]
+            val[fi] = self._entropy(mat, n[fi]) if self.need_l else self._tnum(mat, n[fi])
+        return val, n, fi, fe
+
+    def _fused(self, s, slots):
+        """The candidates (positions in slots) whose merged tuple is the tuple of another
+        live class E, and E's slot (G3).  A few are looked up by key; for many, the classes
+        whose tuple is an ancestor of C_s's (the only possible E) are found first, then the
+        candidates each absorbs: by one filter per ancestor, or for several by the keys of
+        all merged tuples."""
+        a = self.T[:, s].tolist()
+        sliced = isinstance(slots, slice)
+        if (s if sliced else len(slots)) <= _FEW:
+            rows = [self._lca_list(j, a[j]) for j in range(self.m)]
+            got = []
+            for i, (c, col) in enumerate(zip(range(s) if sliced else slots.tolist(),
+                                             self.T[:, slots].T.tolist())):
+                key = sum(r[v] * x for r, v, x in zip(rows, col, self.radix))
+                e = self.slot_of.get(key, -1)
+                if e >= 0 and e != s and e != c:
+                    got.append((i, e))
+            return (np.array([i for i, _ in got], dtype=np.int64),
+                    np.array([e for _, e in got], dtype=np.int64))
+        anc = self._select([self._anc_mask(j, a[j]) for j in range(self.m)], slice(0, s))
+        if len(anc) > 2 and self.keys64:  # one pass over merged-tuple keys beats a filter each
+            keys = None
+            for j in range(self.m):
+                g = self._klca_row(j, a[j])[self.T[j, slots]]
+                keys = g if keys is None else keys + g
+            own = np.array([self.key[e] for e in anc.tolist()], dtype=np.int64)
+            order = np.argsort(own)
+            own, anc = own[order], anc[order]
+            at = np.minimum(np.searchsorted(own, keys), len(own) - 1)
+            fi = np.flatnonzero(own[at] == keys)
+            fe = anc[at[fi]]
+            keep = fe != (fi if sliced else slots[fi])
+            return fi[keep], fe[keep]
+        fi, fe = [], []
+        for e in anc.tolist():
+            hit = self._select([self._lca_row(j, a[j]) == self.T[j, e] for j in range(self.m)],
+                               slots)
+            hit = hit[(hit if sliced else slots[hit]) != e]
+            fi.append(hit)
+            fe.append(np.full(len(hit), e, dtype=np.int64))
+        if not fi:
+            return _NONE, _NONE
+        fi, fe = np.concatenate(fi), np.concatenate(fe)
+        order = np.argsort(fi, kind="stable")
+        return fi[order], fe[order]
+
+    def _select(self, masks, slots):
+        """The positions in slots (a slice 0 .. s-1 or an index array) of the classes whose
+        node passes masks[j] (a boolean per node) for every attribute j."""
+        idx = None
+        for j in self.order:
+            if idx is None:
+                idx = np.flatnonzero(masks[j][self.T[j, slots]])
+            else:
+                at = idx if isinstance(slots, slice) else slots[idx]
+                idx = idx[masks[j][self.T[j, at]]]
+            if len(idx) == 0:
+                break
+        return idx
 
     # ------------------------------------------------------------------------------ merge
 
@@ -579,14 +824,14 @@ class _Run:
         key = sum(v * x for v, x in zip(new, self.radix))
         e = self.slot_of.get(key, -1)
         cs, cc = int(self.cid[s]), int(self.cid[c])
-        self._unkey(s)
-        self._unkey(c)
+        del self.slot_of[self.key[s]]
+        del self.slot_of[self.key[c]]
         if e >= 0 and e not in (s, c):
             into = int(self.cid[e])
             self.size[e] += self.size[s] + self.size[c]
-            if self.hist is not None:
-                self.hist[:, e] += self.hist[:, s] + self.hist[:, c]
-                self._refresh(e)
+            for mat in self.per_col:
+                mat[:, e] += mat[:, s] + mat[:, c]
+            self._refresh(e)
             fused = True
             for x in sorted((s, c), reverse=True):
                 self._remove(x)
@@ -598,13 +843,9 @@ class _Run:
             self.size[c] += self.size[s]
             self.key[c] = key
             self.slot_of[key] = c
-            if self.sorted:
-                i = np.searchsorted(self.sk, key)
-                self.sk = np.insert(self.sk, i, key)
-                self.ss = np.insert(self.ss, i, c)
-            if self.hist is not None:
-                self.hist[:, c] += self.hist[:, s]
-                self._refresh(c)
+            for mat in self.per_col:
+                mat[:, c] += mat[:, s]
+            self._refresh(c)
             self._remove(s)
             fused = False
         self.up[cs] = self.up[cc] = into
@@ -612,34 +853,49 @@ class _Run:
             self.trace.append(Merge(cs, cc, Fraction(int(cost), self.met.scale),
                                     tuple(h.labels[v] for h, v in zip(self.hs, new)), into, fused))
 
-    def _unkey(self, x):
-        key = self.key[x]
-        del self.slot_of[key]
-        if self.sorted:
-            i = np.searchsorted(self.sk, key)
-            self.sk = np.delete(self.sk, i)
-            self.ss = np.delete(self.ss, i)
-
     def _refresh(self, x):
+        """Recompute the per-class values of slot x from its (changed) histogram."""
+        if self.hist is None:
+            return
         col, n = self.hist[:, x:x + 1], self.size[x:x + 1]
-        self.ent[x] = self._entropy(col, n)[0]
-        self.tn[x] = self._tnum(col, n)[0]
+        if self.need_l:
+            self.ent[x] = self._entropy(col, n)[0]
+            self.X[x] = self._xl(col).sum()
+        if self.need_t:
+            self.tn[x] = np.abs(self.dev[:, x]).sum() if self.t64 else self._tnum(col, n)[0]
+            self.tf[x] = float(self.tn[x]) / self.size[x]
+        if self.pool is not None:
+            self.pool.changed(x)
+
+    def _swap(self, x, y):
+        """Exchange the classes of slots x and y."""
+        for arr in [self.size, self.cid] + self.per_slot:
+            arr[x], arr[y] = arr[y], arr[x]
+        for mat in [self.T] + self.per_col:
+            keep = mat[:, x].copy()
+            mat[:, x] = mat[:, y]
+            mat[:, y] = keep
+        kx, ky = self.key[y], self.key[x]
+        self.key[x], self.key[y] = kx, ky
+        self.slot_of[kx], self.slot_of[ky] = x, y
+        if self.pool is not None:
+            self.pool.swapped(x, y)
 
     def _remove(self, x):
         """Drop slot x (its key is already unregistered); the last live slot moves into it."""
         last = self.live - 1
+        if self.pool is not None:
+            self.pool.removed(x, last)
         if x != last:
             self.T[:, x] = self.T[:, last]
             self.size[x] = self.size[last]
             self.cid[x] = self.cid[last]
             key = self.key[x] = self.key[last]
             self.slot_of[key] = x
-            if self.sorted:
-                self.ss[np.searchsorted(self.sk, key)] = x
-            if self.hist is not None:
-                self.hist[:, x] = self.hist[:, last]
-                self.ent[x] = self.ent[last]
-                self.tn[x] = self.tn[last]
+            for arr in self.per_slot:
+                arr[x] = arr[last]
+            for mat in self.per_col:
+                mat[:, x] = mat[:, last]
         self.live = last
 
     # ----------------------------------------------------------------------------- result
@@ -668,6 +924,24 @@ class _Run:
             class_of.append(g)
         return GaaResult(class_of=class_of, classes=classes, class_nodes=nodes, sizes=sizes,
                          steps=self.steps, options=options, trace=self.trace or [])
+
+
+def _untouched(ext, slots, fi, fe):
+    """Per candidate slot, the first of the extreme classes ext that its merge leaves
+    untouched (neither the candidate nor the class absorbing the merge, fi -> fe), or -1."""
+    if len(slots) <= _FEW:
+        into = dict(zip(fi.tolist(), fe.tolist()))
+        return np.array([next((x for x in ext if x != c and x != into.get(i)), -1)
+                         for i, c in enumerate(slots.tolist())], dtype=np.int64)
+    fused = np.full(len(slots), -1, dtype=np.int64)
+    fused[fi] = fe
+    other = np.full(len(slots), -1, dtype=np.int64)
+    left = np.ones(len(slots), dtype=bool)
+    for x in ext:
+        take = left & (slots != x) & (fused != x)
+        other[take] = x
+        left &= ~take
+    return other
 
 
 def _argmax_tol(ent):

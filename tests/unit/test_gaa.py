@@ -12,6 +12,7 @@ import random
 from collections import Counter
 from fractions import Fraction as F
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -579,3 +580,113 @@ def test_huge_denominators_stay_exact():
     res = gaa.gaa(TUPLES, COUNTS, HS, 4, metric=met, trace=True)
     _, trace = reference(TUPLES, COUNTS, HS, 4, met)
     assert trace_rows(res) == trace
+
+
+# --------------------------------------------------------------------------------------------
+# Internal shortcuts (G8): the extreme-class pool, key lookups vs ancestor filters, the
+# table-scope bound; none may change a choice
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", gaa.STRATEGIES)
+def test_small_pools_and_vector_paths_match_reference(strategy, monkeypatch):
+    """A pool of 4 extreme classes (refilled all the time) and the numpy paths for every
+    candidate set (ancestor filters for fusion, vector untouched-extreme search)."""
+    monkeypatch.setattr(gaa._Pool, "SIZE", 4)
+    monkeypatch.setattr(gaa, "_FEW", 0)
+    merges = 0
+    for i in range(12):
+        rnd = random.Random(1000 * i + gaa.STRATEGIES.index(strategy))
+        hs, tuples, counts, hists, k, met = _random_instance(rnd)
+        opts = {"strategy": strategy, "privacy_scope": gaa.PRIVACY_SCOPES[i % 2],
+                "cost_mode": gaa.COST_MODES[(i // 2) % 2], "seed": None if i % 3 else i}
+        res = gaa.gaa(tuples, counts, hs, k, metric=met, histograms=hists, trace=True, **opts)
+        _check_output(res, hs, tuples, counts, k)
+        _, trace = reference(tuples, counts, hs, k, met, strategy, hists, opts["privacy_scope"],
+                             opts["cost_mode"], opts["seed"])
+        assert trace_rows(res) == trace
+        merges += res.steps
+    assert merges >= 40
+
+
+def test_t_clo_when_every_computed_candidate_is_worse():
+    """Random(139), t_clo, table scope: at one step C_s is the farthest class from the
+    global distribution and every candidate that must be computed (the farthest other class
+    and those C_s could push beyond it) leaves a worse table than the candidates that only
+    keep that class's t_clo, so those win (the bound shortcut's early exit)."""
+    hs, tuples, counts, hists, k, met = _random_instance(random.Random(139))
+    for strategy in ("t_clo", "S6", "S7"):
+        res = gaa.gaa(tuples, counts, hs, k, metric=met, histograms=hists, strategy=strategy,
+                      trace=True)
+        _, trace = reference(tuples, counts, hs, k, met, strategy, hists)
+        assert trace_rows(res) == trace and res.steps >= 2
+
+
+def _big_instance(rnd, n_tuples):
+    """Three QIs of 12 to 20 nodes, n_tuples distinct tuples, 8 sensitive values."""
+    hs = []
+    for j in range(3):
+        n = rnd.randint(12, 20)
+        parent = [None] + [rnd.randrange(i // 3, i) for i in range(1, n)]
+        hs.append(Hierarchy.from_edges(f"q{j}", [(f"q{j}n{i}", None if p is None else f"q{j}n{p}")
+                                                 for i, p in enumerate(parent)]))
+    space = list(itertools.product(*[[h.labels[v] for v in h.leaves] for h in hs]))
+    tuples = rnd.sample(space, min(len(space), n_tuples))
+    counts = [rnd.choice([1, 1, 1, 2, 3, 5]) for _ in tuples]
+    hists = [dict(Counter(rnd.choice("aabbcdefgh") for _ in range(c))) for c in counts]
+    return hs, tuples, counts, hists
+
+
+@pytest.mark.parametrize("scope", gaa.PRIVACY_SCOPES)
+@pytest.mark.parametrize("strategy", gaa.STRATEGIES[1:])
+def test_pool_size_and_thresholds_do_not_change_results(strategy, scope, monkeypatch):
+    """On 250 tuples (too many for the reference): pools of 4, 32 and everything, numpy or
+    Python loops for any candidate set, and the table-scope bound off (every candidate
+    computed) give the same run."""
+    rnd = random.Random(77 + gaa.STRATEGIES.index(strategy))
+    hs, tuples, counts, hists = _big_instance(rnd, 250)
+    runs = []
+    for size, few, bound in ((4, 0, True), (32, 16, True), (10 ** 9, 10 ** 9, True),
+                             (32, 16, False)):
+        monkeypatch.setattr(gaa._Pool, "SIZE", size)
+        monkeypatch.setattr(gaa, "_FEW", few)
+        if not bound:
+            monkeypatch.setattr(gaa._Run, "_exact_set", lambda self, s, x1: np.arange(s))
+        res = gaa.gaa(tuples, counts, hs, 6, metric="nllm", strategy=strategy,
+                      histograms=hists, privacy_scope=scope, trace=True)
+        _check_output(res, hs, tuples, counts, 6)
+        runs.append((res.class_of, res.classes, res.steps, trace_rows(res)))
+    assert runs[0][2] >= 50
+    assert all(r == runs[0] for r in runs[1:])
+
+
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0]), min_size=2, max_size=30),
+       st.booleans(), st.data())
+@settings(max_examples=100, deadline=None)
+def test_pool_keeps_the_extreme_classes(values, largest, data):
+    """_Pool against a sort of the live values, through the moves a run makes: a class's
+    value changes, a slot is emptied and the last one moves in, two slots swap."""
+    vals = np.array(values)
+    live = len(vals)
+    pool = gaa._Pool(vals, largest)
+    pool.SIZE = 4
+    for _ in range(30):
+        op = data.draw(st.sampled_from(["best", "change", "remove", "swap"]))
+        x = data.draw(st.integers(0, live - 1))
+        if op == "best":
+            got = pool.best(x, live)
+            want = sorted((vals[y] for y in range(live) if y != x), reverse=largest)[:3]
+            assert [vals[y] for y in got] == want
+            assert len(set(got)) == len(got) and all(0 <= y < live and y != x for y in got)
+        elif op == "change":
+            vals[x] = data.draw(st.sampled_from([0.0, 0.25, 1.0, 2.5, 4.0]))
+            pool.changed(x)
+        elif op == "remove" and live > 2:
+            pool.removed(x, live - 1)
+            vals[x] = vals[live - 1]
+            live -= 1
+        elif op == "swap":
+            y = data.draw(st.integers(0, live - 1))
+            pool.swapped(x, y)
+            vals[x], vals[y] = vals[y], vals[x]
+
