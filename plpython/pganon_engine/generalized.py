@@ -260,8 +260,9 @@ def plan_mondrian(db, ds, p):
 
 def _mondrian_domains(db, p):
     """Per QI its Mondrian kind, code count, values (numeric), taxonomy, and the temp table
-    value -> code the work table joins to (with the cast of the column it joins on) (dense_rank of the distinct values; for a hierarchy
-    QI the leaf labels with their ranks in `mondrian.Taxonomy` order)."""
+    value -> code the work table joins to, with the cast of the column it joins on: dense_rank
+    of the distinct values, or for a hierarchy QI its leaf labels with their ranks in
+    `mondrian.Taxonomy` order."""
     I = db.ident
     kinds, sizes, values, taxes, doms = [], [], [], [], []
     for j, q in enumerate(p["qis"]):
@@ -273,6 +274,7 @@ def _mondrian_domains(db, p):
             db.run(f"CREATE TEMP TABLE _pganon_mdom{j} ON COMMIT DROP AS "
                    f"SELECT * FROM unnest($1::text[], $2::int4[]) AS u(v, code)",
                    [[h.labels[v] for v in h.leaves], tx.code_rank[h.leaves].tolist()], ["text[]", "int4[]"])
+            db.run(f"ANALYZE {dom}")
             kinds.append("taxonomy")
             sizes.append(None)
             values.append(None)
@@ -283,6 +285,7 @@ def _mondrian_domains(db, p):
         v = c if numeric else f'{c}::text COLLATE "C"'
         db.run(f"CREATE TEMP TABLE _pganon_mdom{j} ON COMMIT DROP AS SELECT v, (dense_rank() OVER (ORDER BY v) - 1)::int4 "
                f"AS code FROM (SELECT DISTINCT {v} AS v FROM {SNAP}) x")
+        db.run(f"ANALYZE {dom}")
         kinds.append("numeric" if numeric else "ordinal")
         if q["kind"] == "numeric":
             vals = db.one(f"SELECT array_agg(v::float8 ORDER BY code) AS a FROM {dom}")["a"]
@@ -303,6 +306,7 @@ def _sa_domains(db, p):
     for i, s in enumerate(p["sas"]):
         db.run(f"CREATE TEMP TABLE _pganon_msa{i} ON COMMIT DROP AS SELECT v, (dense_rank() OVER (ORDER BY v) - 1)::int4 "
                f"AS code, n FROM (SELECT {db.ident(s)}::text COLLATE \"C\" AS v, count(*) AS n FROM {SNAP} GROUP BY 1) x")
+        db.run(f"ANALYZE pg_temp._pganon_msa{i}")
         counts = db.one(f"SELECT array_agg(n ORDER BY code) AS a FROM pg_temp._pganon_msa{i}")["a"]
         out.append((f"pg_temp._pganon_msa{i}", [int(x) for x in counts]))
     return out

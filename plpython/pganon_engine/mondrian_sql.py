@@ -24,19 +24,24 @@ Decisions:
 - S1  A partition with more than `threshold` rows is cut in SQL, one with at most `threshold`
       rows is pulled and finished in memory.  threshold 0 never uses SQL: the whole table is
       pulled once (the plain in-memory run).
-- S2  Level by level: one GROUPING SETS query gives the frequency sets of every large partition
-      of the level (per QI: GROUP BY part, QI code and every SA channel, D8); `choose_cut`
-      decides each; one UPDATE applies all range and taxonomy cuts of the level as code
-      intervals (a taxonomy child is the rank interval of its node), and for relaxed cuts one
-      more UPDATE sends the first `take[v]` median rows of every SA vector v (row_number over
-      (part, SA vector) ordered by the order column) left, the others right (D3).
+- S2  Level by level, all large partitions of a level at once.  Their frequency sets (per QI:
+      GROUP BY part, QI code and every SA channel, D8) come from GROUPING SETS over the rows
+      counted per distinct (part, codes, SAs) vector; `choose_cut` decides each partition; one
+      UPDATE moves the rows of every cut by code intervals (a taxonomy child is the rank
+      interval of its node), and for relaxed cuts a second UPDATE in the same statement sends
+      the first `take[v]` median rows of every SA vector v (row_number over (part, SA vector)
+      ordered by the order column) left, the others right (D3).  The UPDATEs RETURN the rows
+      they moved, and the next level's frequency sets are grouped from those: one pass over
+      the table per level.  The last level's range parts are applied while the table is
+      written once more in (part, order) order with an index on part, for the pulls.
 - S3  Numbering is tree order (D6): every partition carries its path of part indices (lhs 0,
       rhs 1; taxonomy children in order); SQL leaves are taken in path order, each gives its
       classes in the tree order of its in-memory run (or one class when no cut was allowed).
 - S4  The row order inside a pulled partition is the order column, and the in-memory run gets
       the schema without its seed (the dimension priority it drew stays), so relaxed median
       rows go the same way as in a whole-table run with the seed, whose row order the caller
-      put in `ord` (the inverse of `mondrian`'s seeded permutation).
+      put in `ord` (the inverse of `mondrian`'s seeded permutation: n integers computed in
+      Python, the one array of the table's length, needed only by relaxed runs with a seed).
 - S5  Class ids come back set-based: `BASE` (SQL leaf -> its first class, 0-based) and `LOCAL`
       (rn -> class within its pulled partition, only rows whose local class is not 0);
       `map_select` joins them to the work table.
@@ -44,6 +49,7 @@ Decisions:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -56,7 +62,7 @@ __all__ = ["WORK", "BASE", "LOCAL", "TABLES", "Plan", "partition", "map_select",
 WORK = "pg_temp._pganon_mwork"
 BASE = "pg_temp._pganon_mbase"
 LOCAL = "pg_temp._pganon_mlocal"
-TABLES = ("_pganon_mwork", "_pganon_mbase", "_pganon_mlocal")
+TABLES = ("_pganon_mwork", "_pganon_mbase", "_pganon_mlocal", "_pganon_mwork_sorted")
 _LO, _HI = -1, 2**31 - 1  # code bounds of the open ends of a range cut (codes are >= 0)
 
 
@@ -121,17 +127,18 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
         raise invalid(f"mode {mode!r} is not one of {', '.join(mondrian.MODES)}")
     tick = tick or (lambda: None)
     db.run(f"CREATE TEMP TABLE {LOCAL[8:]} (rn int4, local int4) ON COMMIT DROP")
-    paths = {0: ()}
+    paths, sizes = {0: ()}, {0: n}
     leaves = []  # (path, part id, frequency sets of a final SQL partition or None = pull)
     active = [0] if threshold and n > threshold else []
     if not active:
         leaves.append(((), 0, None))
-    levels, next_id = 0, 1
+    levels, next_id, cuts = 0, 1, []
+    freqs = _freq_sets(db, active, schema) if active else {}
     while active:
         tick()
-        freqs = _freq_sets(db, active, schema)
         cuts, deeper = [], []
         for pid in active:
+            _check_size(pid, 0 if freqs[pid][0] is None else int(freqs[pid][0][1].sum()), sizes)
             cut = mondrian.choose_cut([_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])],
                                       schema, predicate, mode=mode)
             if cut is None:
@@ -140,7 +147,7 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
             kids = list(range(next_id, next_id + len(cut.sizes)))
             next_id += len(kids)
             for i, (kid, size) in enumerate(zip(kids, cut.sizes)):
-                paths[kid] = paths[pid] + (i,)
+                paths[kid], sizes[kid] = paths[pid] + (i,), size
                 if size > threshold:
                     deeper.append(kid)
                 else:
@@ -148,10 +155,12 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
             cuts.append((pid, cut, kids))
         if cuts:
             tick()
-            _apply(db, cuts, schema, order)
+            freqs = _apply(db, cuts, schema, order, deeper)
             levels += 1
         active = deeper
-    return _finish(db, schema, predicate, mode, order, sorted(leaves, key=lambda x: x[0]), levels, tick)
+    if levels and not cuts:  # the last level cut nothing: compact what the levels before left
+        _compact(db, schema, order, [[]] * 5, _dim_of(schema, "w"))
+    return _finish(db, schema, predicate, mode, order, sorted(leaves, key=lambda x: x[0]), sizes, levels, tick)
 
 
 def map_select(key):
@@ -173,19 +182,30 @@ def _sa_cols(schema):
     return [f"s{c}" for c in range(len(schema.sa_sizes))]
 
 
-def _freq_sets(db, parts, schema):
-    """{part: per QI (working codes, counts, SA channel codes)} of the given partitions, in one
-    scan: GROUP BY part, the SA channels and GROUPING SETS of the QI codes (D8, S2)."""
+def _freq_sql(schema, source, param):
+    """The frequency sets of the partitions listed in array parameter `param`, from the rows of
+    `source`, in one scan: GROUP BY part, the SA channels and GROUPING SETS of the QI codes
+    (D8, S2); one row per (part, QI j) with the groups as arrays.  The rows are first counted
+    per distinct (part, codes) vector, so each row is hashed once, not once per QI."""
     cs, ss = _qi_cols(schema), _sa_cols(schema)
     which = "CASE " + " ".join(f"WHEN GROUPING({c}) = 0 THEN {j}" for j, c in enumerate(cs)) + " END"
     code = cs[0] if len(cs) == 1 else f"COALESCE({', '.join(cs)})"
     sa_sel = "".join(f", {s}" for s in ss)
-    inner = (f"SELECT part, {which} AS j, {code} AS code{sa_sel}, count(*) AS n FROM {WORK} "
-             f"WHERE part = ANY($1::int4[]) "
+    tuples = (f"SELECT part, {', '.join(cs)}{sa_sel}, count(*) AS n FROM {source} "
+              f"WHERE part = ANY({param}::int4[]) GROUP BY part, {', '.join(cs)}{sa_sel}")
+    inner = (f"SELECT part, {which} AS j, {code} AS code{sa_sel}, sum(n)::int8 AS n FROM ({tuples}) t "
              f"GROUP BY part{sa_sel}, GROUPING SETS ({', '.join(f'({c})' for c in cs)})")
-    rows = db.rows(f"SELECT part, j, array_agg(code) AS code, array_agg(n) AS n"
-                   + "".join(f", array_agg({s}) AS {s}" for s in ss)
-                   + f" FROM ({inner}) g GROUP BY part, j", [list(parts)], ["int4[]"])
+    return (f"SELECT part, j, array_agg(code) AS code, array_agg(n) AS n"
+            + "".join(f", array_agg({s}) AS {s}" for s in ss) + f" FROM ({inner}) g GROUP BY part, j")
+
+
+def _freq_sets(db, parts, schema):
+    """{part: per QI (working codes, counts, SA channel codes)} of the given partitions."""
+    return _read_freqs(db.rows(_freq_sql(schema, WORK, "$1"), [list(parts)], ["int4[]"]), parts, schema)
+
+
+def _read_freqs(rows, parts, schema):
+    ss = _sa_cols(schema)
     out = {pid: [None] * schema.d for pid in parts}
     for r in rows:
         out[r["part"]][r["j"]] = (np.asarray(r["code"], np.int64), np.asarray(r["n"], np.int64),
@@ -200,9 +220,10 @@ def _as_codes(f, schema, j):
     return mondrian.freq_set(w if tx is None else tx.rank_code[w], n, sa)
 
 
-def _apply(db, cuts, schema, order):
-    """One UPDATE for the code-interval parts of every cut of a level, one more for the median
-    rows of relaxed cuts (S2)."""
+def _apply(db, cuts, schema, order, deeper):
+    """Apply the cuts of a level: one UPDATE moves the rows of every cut by code intervals, one
+    more the median rows of relaxed cuts (S2).  Returns the frequency sets of the partitions in
+    `deeper` (the new ones still above the threshold), read from the rows the UPDATEs moved."""
     piece = {x: [] for x in ("part", "dim", "lo", "hi", "new")}
     med = {x: [] for x in ("part", "dim", "value", "lhs", "rhs")}
     ss = _sa_cols(schema)
@@ -228,25 +249,67 @@ def _apply(db, cuts, schema, order):
             add(med, part=pid, dim=j, value=v, lhs=lhs, rhs=rhs)
             for vec, t in cut.take.items():
                 add(take, part=pid, take=t, **dict(zip(ss, vec)))
-    dim_of = lambda a: "CASE c.dim " + " ".join(f"WHEN {j} THEN {a}.{c}" for j, c in enumerate(_qi_cols(schema))) + " END"
-    db.run(f"UPDATE {WORK} w SET part = c.new "
-           f"FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) AS c(part, dim, lo, hi, new) "
-           f"WHERE w.part = c.part AND {dim_of('w')} BETWEEN c.lo AND c.hi",
-           [piece[x] for x in ("part", "dim", "lo", "hi", "new")], ["int4[]"] * 5)
-    if not med["part"]:
-        return
-    tcols = ["part", *ss, "take"]
-    targs = ", ".join(f"${6 + i}::int4[]" for i in range(len(tcols)))
-    on_sa = "".join(f" AND t.{s} = x.{s}" for s in ss)
-    db.run(f"UPDATE {WORK} w SET part = CASE WHEN x.r < coalesce(t.take, 0) THEN x.lhs ELSE x.rhs END "
-           f"FROM (SELECT v.rn, v.part{''.join(f', v.{s}' for s in ss)}, c.lhs, c.rhs, row_number() OVER "
-           f"(PARTITION BY v.part{''.join(f', v.{s}' for s in ss)} ORDER BY v.{order}) AS r "
-           f"FROM {WORK} v JOIN unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) "
-           f"AS c(part, dim, value, lhs, rhs) ON v.part = c.part AND {dim_of('v')} = c.value) x "
-           f"LEFT JOIN unnest({targs}) AS t({', '.join(tcols)}) ON t.part = x.part{on_sa} "
-           f"WHERE w.rn = x.rn",
-           [med[x] for x in ("part", "dim", "value", "lhs", "rhs")] + [take[x] for x in tcols],
-           ["int4[]"] * (5 + len(tcols)))
+    cols = ["part", *_qi_cols(schema), *ss]
+    ret = f" RETURNING {', '.join('w.' + c for c in cols)}" if deeper else ""
+    args = [piece[x] for x in ("part", "dim", "lo", "hi", "new")]
+    ranges = (f"UPDATE {WORK} w SET part = c.new "
+              f"FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) AS c(part, dim, lo, hi, new) "
+              f"WHERE w.part = c.part AND {_dim_of(schema, 'w')} BETWEEN c.lo AND c.hi{ret}")
+    medians = None
+    if med["part"]:
+        tcols = ["part", *ss, "take"]
+        targs = ", ".join(f"${6 + i}::int4[]" for i in range(len(tcols)))
+        on_sa = "".join(f" AND t.{s} = x.{s}" for s in ss)
+        medians = (f"UPDATE {WORK} w SET part = CASE WHEN x.r <= coalesce(t.take, 0) THEN x.lhs ELSE x.rhs END "
+                   f"FROM (SELECT v.rn, v.part{''.join(f', v.{s}' for s in ss)}, c.lhs, c.rhs, row_number() OVER "
+                   f"(PARTITION BY v.part{''.join(f', v.{s}' for s in ss)} ORDER BY v.{order}) AS r "
+                   f"FROM {WORK} v JOIN unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) "
+                   f"AS c(part, dim, value, lhs, rhs) ON v.part = c.part AND {_dim_of(schema, 'v')} = c.value) x "
+                   f"LEFT JOIN unnest({targs}) AS t({', '.join(tcols)}) ON t.part = x.part{on_sa} "
+                   f"WHERE w.rn = x.rn{ret}")
+        margs = [med[x] for x in ("part", "dim", "value", "lhs", "rhs")] + [take[x] for x in tcols]
+    if not deeper:  # the last level: the compacted copy of the table applies the range parts
+        if medians:
+            db.run(medians, margs, ["int4[]"] * len(margs))
+        _compact(db, schema, order, args, _dim_of(schema, "w"))
+        return {}
+    # S2: the UPDATEs return the rows they moved, whose GROUP BYs are the next level's frequency
+    # sets: one pass over the table per level
+    if medians:
+        sql = (f"WITH r AS ({ranges}), m AS ({_shift_params(medians, len(args))}), "
+               f"u AS (SELECT * FROM r UNION ALL SELECT * FROM m) "
+               + _freq_sql(schema, "u", f"${len(args) + len(margs) + 1}"))
+        params = args + margs + [list(deeper)]
+    else:
+        sql = f"WITH u AS ({ranges}) " + _freq_sql(schema, "u", "$6")
+        params = args + [list(deeper)]
+    return _read_freqs(db.rows(sql, params, ["int4[]"] * len(params)), deeper, schema)
+
+
+def _dim_of(schema, alias):
+    """The code of row `alias` on the QI a cut (alias c) is on."""
+    return "CASE c.dim " + " ".join(f"WHEN {j} THEN {alias}.{c}" for j, c in enumerate(_qi_cols(schema))) + " END"
+
+
+def _shift_params(query, by):
+    """The query with its parameters $1.. renumbered from $(by + 1)."""
+    return re.sub(r"\$(\d+)", lambda m: f"${int(m.group(1)) + by}", query)
+
+
+def _compact(db, schema, order, pieces, dim):
+    """After the SQL levels: the work table written again with the last level's range parts
+    applied (instead of an UPDATE), without dead row versions, in (part, order) order and
+    indexed on part, so each pull reads its partition's pages only."""
+    cols = ["_k", "rn", *_qi_cols(schema), *_sa_cols(schema)] + (["ord"] if order == "ord" else [])
+    db.run(f"CREATE TEMP TABLE _pganon_mwork_sorted ON COMMIT DROP AS "
+           f"SELECT {', '.join('w.' + c for c in cols)}, coalesce(c.new, w.part) AS part FROM {WORK} w "
+           f"LEFT JOIN unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) AS c(part, dim, lo, hi, new) "
+           f"ON w.part = c.part AND {dim} BETWEEN c.lo AND c.hi ORDER BY {len(cols) + 1}, w.{order}",
+           pieces, ["int4[]"] * 5)
+    db.run(f"DROP TABLE {WORK}")
+    db.run(f"ALTER TABLE pg_temp._pganon_mwork_sorted RENAME TO {WORK[8:]}")
+    db.run(f"CREATE INDEX ON {WORK} (part)")
+    db.run(f"ANALYZE {WORK}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,13 +317,15 @@ def _apply(db, cuts, schema, order):
 # --------------------------------------------------------------------------------------------
 
 
-def _finish(db, schema, predicate, mode, order, leaves, levels, tick):
+def _finish(db, schema, predicate, mode, order, leaves, expected, levels, tick):
     """Class summaries in tree order; BASE and LOCAL filled (S3, S5)."""
     local_schema = replace(schema, seed=None)  # S4: the row order is the pulled order
     d = schema.d
     cols = ["rn", *_qi_cols(schema), *_sa_cols(schema)]
-    pull_sql = (f"SELECT array_agg(ARRAY[{', '.join(cols)}] ORDER BY {order})::text AS a, count(*) AS n "
-                f"FROM {WORK} WHERE part = $1")
+    # one text of all the partition's codes, row after row (numpy parses it; plpy would build a
+    # Python int per code)
+    pull_sql = (f"SELECT array_to_string(array_agg(ARRAY[{', '.join(cols)}] ORDER BY {order}), ',') AS a, "
+                f"count(*) AS n FROM {WORK} WHERE part = $1")
     sizes, lo, hi, lca = [], [[] for _ in range(d)], [[] for _ in range(d)], [[] for _ in range(d)]
     base_part, base = [], []
     rounds = pulled = largest = 0
@@ -284,7 +349,8 @@ def _finish(db, schema, predicate, mode, order, leaves, levels, tick):
             continue
         r = db.one(pull_sql, [pid], ["int4"])
         m = int(r["n"])
-        rows = np.fromstring(r["a"].replace("{", "").replace("}", ""), dtype=np.int64, sep=",").reshape(m, len(cols))
+        _check_size(pid, m, expected)
+        rows = np.fromstring(r["a"], dtype=np.int64, sep=",").reshape(m, len(cols))
         codes = [rows[:, 1 + j] for j in range(d)]
         codes = [c if schema.taxonomies[j] is None else schema.taxonomies[j].rank_code[c]
                  for j, c in enumerate(codes)]
@@ -311,6 +377,14 @@ def _finish(db, schema, predicate, mode, order, leaves, levels, tick):
     db.run(f"ANALYZE {BASE}")
     db.run(f"ANALYZE {LOCAL}")
     return _plan(schema, sizes, lo, hi, lca, rounds, levels, pulled, largest)
+
+
+def _check_size(pid, got, expected):
+    """A partition holds the rows its cut promised: a cut applied differently from how it was
+    decided would otherwise go unnoticed (or cut the same rows forever)."""
+    if got != expected[pid]:
+        raise RuntimeError(f"pganon bug: Mondrian partition {pid} has {got} rows in the work table, "
+                           f"its cut promised {expected[pid]}")
 
 
 def _plan(schema, sizes, lo, hi, lca, rounds, levels, pulled, largest):
