@@ -425,6 +425,7 @@ BEGIN
   ELSIF r.layout->>'family' = 'generalized' THEN
     RETURN QUERY SELECT * FROM pganon._verify_generalized(r.layout, r.source, r.source_rows,
                                                           r.suppressed_rows, r.dataset_id);
+  ELSIF r.layout->>'family' = 'person' THEN RETURN QUERY SELECT * FROM pganon._verify_person(r.layout, r.source, r.source_rows, r.suppressed_rows, r.dataset_id);
   ELSE
     RAISE EXCEPTION 'release % has an unknown layout family %', release, r.layout->>'family' USING ERRCODE = 'PA002';
   END IF;

@@ -6,14 +6,14 @@ whole publish, so a release either lands whole and verified or leaves no trace.
 
 import json
 
-from . import __version__, catalog, generalized, linked, lsl
+from . import __version__, catalog, generalized, linked, lsl, person
 from .errors import EngineError, invalid
 from .plpy_adapter import Phases
 
 # method -> the family module that runs it. A family provides parse_params(method, params, ds),
 # build(db, ds, p, rel, phases) -> (source rows, groups), layout, recorded_params and measure.
 FAMILIES = {**{name: lsl for name in lsl.METHODS}, **{name: linked for name in linked.METHODS},
-            **{name: generalized for name in generalized.METHODS}}
+            **{name: generalized for name in generalized.METHODS}, **{name: person for name in person.METHODS}}
 
 
 def relations(release_id):
