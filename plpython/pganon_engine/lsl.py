@@ -57,10 +57,6 @@ def snapshot(db, ds, p):
     """Copy the declared columns in one statement (the caller holds a SHARE lock on the source)."""
     I = db.ident
     cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
-    for t in db.rows("SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema() "
-                     "AND relname IN ('_pganon_snap', '_pganon_bucket', '_pganon_row', '_pganon_ggen', '_pganon_slot', "
-                     "'_pganon_slot2', '_pganon_t', '_pganon_vrank', '_pganon_bl')"):
-        db.run(f"DROP TABLE pg_temp.{t['relname']}")   # left by an earlier publish in this transaction
     # Work tables are temp tables: give them room in local buffers when the session still allows it
     # (only before its first temp table); the setting ends with the transaction.
     db.try_run(f"SET LOCAL temp_buffers = '{TEMP_BUFFERS}'")

@@ -33,6 +33,7 @@ def publish(db, dataset, method, params):
         raise invalid(f"unknown method {method!r}", hint=f"methods: {', '.join(sorted(FAMILIES))}")
     ds = catalog.load(db, dataset)
     p = family.parse_params(method, params, ds)
+    drop_work_tables(db)
     phases = Phases(db)
     db.run(f"LOCK TABLE {ds.source} IN SHARE MODE")
     rid = db.one("SELECT nextval('pganon.release_id_seq') AS id")["id"]
@@ -60,6 +61,15 @@ def publish(db, dataset, method, params):
     db.run("UPDATE pganon.release SET metrics = $2::jsonb, phase_seconds = $3::jsonb WHERE id = $1",
            [rid, json.dumps(metrics), json.dumps(phases.seconds)], ["int8", "text", "text"])
     return rid
+
+
+def drop_work_tables(db):
+    """Drop the temp work tables an earlier publish of this transaction left (they live until
+    commit), so that several publishes can share one transaction (`pganon compare`)."""
+    for t in db.rows("SELECT relname::text AS name FROM pg_catalog.pg_class "
+                     "WHERE relnamespace = pg_catalog.pg_my_temp_schema() AND relkind = 'r' "
+                     "AND relname LIKE '\\_pganon\\_%'"):
+        db.run(f"DROP TABLE pg_temp.{db.ident(t['name'])}")
 
 
 def expose(db, ds, lay):
