@@ -12,7 +12,8 @@ API
   make_queries(domains, theta, n, seed, qis)        random COUNT workload of eq. (7) -> Workload
   queries_from_predicates(domains, predicates)      a hand-written workload
   true_counts(queries, data)                        counts on the original records
-  estimated_counts(queries, cells, counts)          uniform estimate from a release
+  prepare(domains, cells, counts)                   a release's cells parsed once
+  estimated_counts(queries, cells, counts)          uniform estimate from a release (or prepared)
   query_error(queries, true, estimated)             eq. (8): mean / median / max, queries used
   ncp_percent(cells, counts, domains)               NCP% of eq. (6)
 
@@ -102,6 +103,7 @@ __all__ = [
     "make_queries",
     "queries_from_predicates",
     "true_counts",
+    "prepare",
     "estimated_counts",
     "query_error",
     "ncp_percent",
@@ -800,6 +802,7 @@ class _Release:
     attribute: uidx (class -> distinct cell) and the distinct cells as (codes, weights)."""
 
     def __init__(self, doms, cells, counts):
+        self.domains = tuple(doms)
         cells = list(cells)
         C = len(cells)
         if counts is None:
@@ -924,16 +927,28 @@ def _cat_cell(key, m):
 # --------------------------------------------------------------------------------------------
 
 
+def prepare(domains, cells, counts=None):
+    """A release's cells parsed once, for `estimated_counts` of several workloads over the same
+    domains (parsing the cells costs more than estimating one workload)."""
+    return _Release(_domains(domains), cells, counts)
+
+
 def estimated_counts(queries, cells, counts=None, *, chunk_elems=CHUNK_ELEMS):
     """Uniform estimate of every query's count from a release (W2).
 
-    cells   one sequence of cells per class, aligned with the workload's domains
+    cells   one sequence of cells per class, aligned with the workload's domains, or what
+            `prepare` made of them for the same domains
     counts  records per class (default 1 each: one entry per record)
     """
     _check_workload(queries)
     chunk_elems = _int_param(chunk_elems, "chunk_elems", 1)
     doms = queries.domains
-    rel = _Release(doms, cells, counts)
+    if isinstance(cells, _Release):
+        if cells.domains != tuple(doms):
+            raise errors.invalid("the prepared release was made for other domains than the workload's")
+        rel = cells
+    else:
+        rel = _Release(doms, cells, counts)
     n, C = len(queries), len(rel)
     est = np.zeros(n)
     if not C:
