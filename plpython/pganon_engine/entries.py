@@ -27,6 +27,11 @@ def _publish(db, **kw):
     return release.publish(db, **kw)
 
 
+def _compare(db, **kw):
+    from . import comparison
+    return comparison.compare(db, **kw)
+
+
 def _audit(db, **kw):
     from . import audit
     return audit.audit_release(db, **kw)
@@ -35,6 +40,7 @@ def _audit(db, **kw):
 ENTRIES = {
     "publish": _publish,
     "audit": _audit,
+    "compare": _compare,
     "set_hierarchy": _hierarchy("set_from_csv"),
     "build_hierarchy": _hierarchy("build"),
     "hierarchy_csv": _hierarchy("to_csv"),

@@ -1,0 +1,226 @@
+"""Read any published release back as the classes an analyst sees (`joint.Release`), and its
+source as the distinct original tuples (`joint.Original`), for the measures every release
+shape shares (issue 6: `pganon.compare`, `pganon report`).
+
+A release is read from its own relations only (GT, ST, AT/IDT), as an analyst would, except the
+source, which only the admin reads.  Per layout family:
+
+  generalized, person (record GTs)   one class per distinct GT row (QI cells, exact SAs)
+  bucketization (QIT+ST, incl. anatomy)   per group, one class per (QI vector, SA vector) with
+                                     weight n_q * n_s / |group|: the anatomy reconstruction
+  linked (GT/ST with bucket links)   one class per (QI cells, bucket): the bucket's value set per SA
+  rating (AT+IDT)                    one class per distinct group-label vector: a multiset per
+                                     attribute, from the ID table
+  person one_m_generalization        not comparable here: one row per person with a generalized
+                                     set of sensitive values (reason given instead)
+
+Cells by GT column type (as `utility._classes` reads them): a range is the closed interval it
+covers, an array a value set, '*' suppression, a hierarchy node label the set of its leaves, any
+other value exact.  Dates are days since 1970-01-01 on both sides; numbers are floats.
+"""
+
+import json
+
+from . import catalog, hierarchy_store, joint
+from .errors import unknown
+
+EPOCH = "DATE '1970-01-01'"
+
+
+def release_row(db, release_id):
+    r = db.one("SELECT r.id, r.method, r.params::text AS params, r.layout::text AS layout, r.status, "
+               "r.source_rows, r.published_rows, r.suppressed_rows, r.groups, r.metrics::text AS metrics, "
+               "r.phase_seconds::text AS phase_seconds, d.name AS dataset "
+               "FROM pganon.release r JOIN pganon.dataset d ON d.id = r.dataset_id WHERE r.id = $1",
+               [release_id], ["int8"])
+    if r is None or r["status"] != "published":
+        raise unknown(f"release {release_id} does not exist or was dropped",
+                      hint="list releases with SELECT * FROM pganon.releases")
+    out = dict(r)
+    for k in ("params", "layout", "metrics", "phase_seconds"):
+        out[k] = json.loads(r[k]) if r[k] else {}
+    return out
+
+
+def attributes(ds, lay):
+    """(names, kinds) of the release's QIs then SAs; kinds 'numeric' (numbers, dates) or
+    'categorical'."""
+    kind = {a["column"]: a["kind"] for a in ds.attributes}
+    names = [q["column"] for q in lay["qis"]] + list(lay["sas"])
+    return names, ["numeric" if kind[n] in ("numeric", "date") else "categorical" for n in names], \
+        [kind[n] for n in names]
+
+
+def _value_expr(db, col, kind, alias):
+    c = db.ident(col)
+    if kind == "date":
+        return f"({c} - {EPOCH})::float8 AS {alias}"
+    if kind == "numeric":
+        return f"{c}::float8 AS {alias}"
+    return f"{c}::text AS {alias}"
+
+
+def original(db, ds, lay, params):
+    """The release's source rows (the first `limit` by key when the release was limited) as
+    distinct tuples with counts."""
+    names, kinds, raw = attributes(ds, lay)
+    sel = [_value_expr(db, n, k, f"a{i}") for i, (n, k) in enumerate(zip(names, raw))]
+    src = ds.source
+    if params.get("limit"):
+        src = f"(SELECT * FROM {ds.source} ORDER BY {db.ident(ds.key)} LIMIT {int(params['limit'])}) s"
+    rows = db.rows(f"SELECT {', '.join(sel)}, count(*) AS n FROM {src} "
+                   f"GROUP BY {', '.join(str(i + 1) for i in range(len(sel)))}")
+    tuples = [tuple(r[f"a{i}"] for i in range(len(names))) for r in rows]
+    return joint.Original(names, kinds, tuples, [r["n"] for r in rows])
+
+
+def _column_types(db, relation):
+    return {r["name"]: r["type"] for r in db.rows(
+        "SELECT attname::text AS name, format_type(atttypid, NULL) AS type FROM pg_catalog.pg_attribute "
+        "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped", [relation], ["text"])}
+
+
+class _Cells:
+    """SELECT expressions for published cells and the decoder back to `joint` cells."""
+
+    def __init__(self, db, relation, prefix="", alias="c"):
+        self.db, self.types, self.prefix, self.alias = db, _column_types(db, relation), prefix, alias
+        self.sel, self.decoders = [], []
+
+    def add(self, col, kind, labels=None):
+        """One published column: its cell kind follows its type; `labels` maps hierarchy node
+        labels to the leaf values they cover."""
+        c, t = f"{self.prefix}{self.db.ident(col)}", self.types[col]
+        i = f"{self.alias}{len(self.decoders)}"
+        date = kind == "date"
+        num = "::float8" if kind in ("numeric", "date") else "::text"
+        if t.endswith("range"):
+            hi = f"CASE WHEN upper_inc({c}) THEN upper({c}) ELSE upper({c}) - 1 END"
+            lo = f"lower({c})"
+            if date:
+                lo, hi = f"({lo} - {EPOCH})", f"(({hi}) - {EPOCH})"
+            self.sel += [f"({lo})::float8 AS {i}_lo", f"({hi})::float8 AS {i}_hi"]
+            self.decoders.append(lambda r, i=i: (r[f"{i}_lo"], r[f"{i}_hi"]))
+        elif t.endswith("[]"):
+            if date:
+                self.sel.append(f"(SELECT array_agg((x - {EPOCH})::float8) FROM unnest({c}) x) AS {i}")
+            else:
+                self.sel.append(f"{c}{num}[] AS {i}")
+            self.decoders.append(lambda r, i=i: frozenset(r[f"{i}"]))
+        elif labels is not None:
+            self.sel.append(f"{c}::text AS {i}")
+            self.decoders.append(lambda r, i=i: _label_cell(r[f"{i}"], labels))
+        else:
+            expr = f"({c} - {EPOCH})::float8" if date else f"{c}{num}"
+            if kind in ("numeric", "date"):
+                self.sel.append(f"{expr} AS {i}")
+            else:
+                self.sel.append(f"{c}::text AS {i}")
+            self.decoders.append(lambda r, i=i: r[f"{i}"])
+        return self
+
+    def group_by(self):
+        return ", ".join(str(j + 1) for j in range(len(self.sel)))
+
+    def decode(self, row):
+        return [d(row) for d in self.decoders]
+
+
+def _label_cell(label, labels):
+    if label == joint.SUPPRESSED:
+        return joint.SUPPRESSED
+    leaves = labels.get(label)
+    if leaves is None or len(leaves) == 1:
+        return label if leaves is None else leaves[0]
+    return frozenset(leaves)
+
+
+def _labels(db, ds, column, numeric):
+    """Hierarchy node label -> the leaf values it covers (numbers for numeric columns)."""
+    h = hierarchy_store.load(db, ds, column)
+    out = {}
+    for u in range(len(h)):
+        leaves = [h.labels[v] for v in h.leaves if h.anc[v, h.depth[u]] == u]
+        out[h.labels[u]] = [float(x) for x in leaves] if numeric else leaves
+    return out
+
+
+def _labelled(lay):
+    """QI columns whose GT cells are hierarchy node labels."""
+    fam = lay["family"]
+    if fam in ("generalized", "person"):
+        return {q["column"] for q in lay["qis"] if q.get("form") == "node"}
+    if fam == "linked":
+        return {q["column"] for q in lay["qis"] if q.get("hierarchy")}
+    return set()
+
+
+def read(db, release_id):
+    """(release row, joint.Release or None, reason when None)."""
+    info = release_row(db, release_id)
+    lay = info["layout"]
+    ds = catalog.load(db, info["dataset"])
+    names, kinds, raw = attributes(ds, lay)
+    fam = lay["family"]
+    if fam == "person" and lay.get("method") == "one_m_generalization":
+        return info, ds, None, "one row per person with a generalized set of sensitive values: no record-level joint"
+    reader = READERS.get(fam)
+    if reader is None:
+        return info, ds, None, f"no reader for release family {fam!r}"
+    nq = len(lay["qis"])
+    rel = joint.Release(names, kinds, nq, suppressed=int(info["suppressed_rows"] or 0))
+    labels = {c: _labels(db, ds, c, kind == "numeric")
+              for c, kind in zip(names[:nq], kinds[:nq]) if c in _labelled(lay)}
+    reader(db, lay, names, raw, labels, rel)
+    return info, ds, rel.finish(), None
+
+
+def _read_record_gt(db, lay, names, raw, labels, rel):
+    """generalized and person families: one GT row per published record."""
+    gt, nq = lay["relations"]["gt"], len(lay["qis"])
+    cells = _Cells(db, gt)
+    for i, (n, k) in enumerate(zip(names, raw)):
+        cells.add(n, k, labels.get(n) if i < nq else None)
+    for r in db.rows(f"SELECT {', '.join(cells.sel)}, count(*) AS n FROM {gt} GROUP BY {cells.group_by()}"):
+        rel.add(cells.decode(r), r["n"])
+    group = lay.get("gt_group", "class_id")
+    rel.group_sizes = [r["n"] for r in db.rows(f"SELECT count(*) AS n FROM {gt} GROUP BY {db.ident(group)}")]
+
+
+def _read_bucketization(db, lay, names, raw, labels, rel):
+    """QIT/GT + ST joined by group: per group, (QI vector, SA vector) classes weighted n_q n_s / |g|."""
+    rels, nq = lay["relations"], len(lay["qis"])
+    qc = _Cells(db, rels["gt"], "q.")
+    sc = _Cells(db, rels["st"], "s.", alias="s")
+    for i, (n, k) in enumerate(zip(names, raw)):
+        (qc if i < nq else sc).add(n, k)
+    qcols = ", ".join(db.ident(n) for n in names[:nq])
+    inner = f"SELECT group_id, {qcols}, count(*) AS nq FROM {rels['gt']} GROUP BY group_id, {qcols}" if nq else \
+        f"SELECT group_id, count(*) AS nq FROM {rels['gt']} GROUP BY group_id"
+    rows = db.rows(f"WITH q AS ({inner}), g AS (SELECT group_id, sum(count)::float8 AS size FROM {rels['st']} GROUP BY 1) "
+                   f"SELECT {', '.join(qc.sel + sc.sel)}, q.nq * s.count / g.size AS w "
+                   f"FROM q JOIN g USING (group_id) JOIN {rels['st']} s USING (group_id)")
+    for r in rows:
+        rel.add(qc.decode(r) + sc.decode(r), r["w"])
+    rel.group_sizes = [int(r["n"]) for r in db.rows(f"SELECT sum(count) AS n FROM {rels['st']} GROUP BY group_id")]
+
+
+def _read_linked(db, lay, names, raw, labels, rel):
+    """GT rows with their bucket; the bucket's ST value sets per SA."""
+    rels, nq = lay["relations"], len(lay["qis"])
+    cells = _Cells(db, rels["gt"], "g.")
+    for n, k in zip(names[:nq], raw[:nq]):
+        cells.add(n, k, labels.get(n))
+    sas = _Cells(db, rels["st"], "s.", alias="s")
+    for n, k in zip(names[nq:], raw[nq:]):
+        sas.add(n, k)
+    sel = cells.sel + sas.sel
+    rows = db.rows(f"SELECT {', '.join(sel)}, count(*) AS n FROM {rels['gt']} g "
+                   f"JOIN {rels['st']} s USING (bucket_id) GROUP BY {', '.join(str(j + 1) for j in range(len(sel)))}")
+    for r in rows:
+        rel.add(cells.decode(r) + sas.decode(r), r["n"])
+    rel.group_sizes = [r["n"] for r in db.rows(f"SELECT count(*) AS n FROM {rels['gt']} GROUP BY group_id")]
+
+
+READERS = {"generalized": _read_record_gt, "person": _read_record_gt,
+           "bucketization": _read_bucketization, "linked": _read_linked}
