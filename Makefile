@@ -11,8 +11,10 @@ setup:
 demo: setup
 	@bash scripts/demo.sh
 
-## The tests: unit (engine, no database) and integration (real PostgreSQL with plpython3u).
-test: setup
+## The tests: unit (engine, no database) and integration (real PostgreSQL with plpython3u, and a
+## headless Chromium for the HTML reports).
+test:
+	@bash scripts/setup.sh --test
 	@$(PY) -m pytest -q tests
 
 unit: setup

@@ -45,6 +45,11 @@ def _progress(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def split(text) -> list[str]:
+    """A comma-separated list, blanks dropped."""
+    return [c.strip() for c in (text or "").split(",") if c.strip()]
+
+
 def _parse_params(args) -> dict:
     params = json.loads(args.params) if args.params else {}
     if not isinstance(params, dict):
@@ -110,7 +115,7 @@ def cmd_set_l(args):
 
 
 def cmd_set_dependency(args):
-    ids = [c for c in (args.identified_by or "").split(",") if c]
+    ids = split(args.identified_by)
     with connect(args.dsn) as conn:
         catalog.set_dependency(conn, args.dataset, args.column, ids)
     print(f"{args.dataset}.{args.column}: identified by {', '.join(ids) or 'nothing'} (weight {len(ids)})")
@@ -176,7 +181,6 @@ def cmd_hierarchy(args):
 
 
 def cmd_check(args):
-    split = lambda x: [c for c in (x or "").split(",") if c]
     with connect(args.dsn) as conn:
         out = catalog.check(conn, args.relation, split(args.qis), split(args.sas), args.model, _parse_params(args))
     results = out if args.model == "all" else {args.model: out}
@@ -254,6 +258,55 @@ def cmd_drop_release(args):
     with connect(args.dsn) as conn:
         conn.execute("SELECT pganon.drop_release(%s)", (args.release,))
     print(f"release {args.release} dropped")
+
+
+def _ints(text):
+    try:
+        return [int(x) for x in split(text)]
+    except ValueError:
+        raise PganonError(f"expected comma-separated integers, not {text!r}") from None
+
+
+def _floats(text):
+    try:
+        return [float(x) for x in split(text)]
+    except ValueError:
+        raise PganonError(f"expected comma-separated numbers, not {text!r}") from None
+
+
+def cmd_compare(args):
+    from . import compare, report_html
+    extra = {}
+    for item in args.param or []:
+        name, _, value = item.partition("=")
+        method, _, key = name.partition(".")
+        if not key or not _:
+            raise PganonError(f"--param {item!r} is not METHOD.NAME=VALUE")
+        try:
+            extra.setdefault(method, {})[key] = json.loads(value)
+        except ValueError:
+            extra.setdefault(method, {})[key] = value
+    settings = compare.Settings(methods=split(args.methods) if args.methods else list(compare.DEFAULT_METHODS),
+                                ks=_ints(args.k), ls=_ints(args.l), thetas=_floats(args.thetas),
+                                fractions=_floats(args.rows), sa_counts=_ints(args.sas) if args.sas else None,
+                                queries=args.queries, seed=args.seed, extra=extra)
+    with connect(args.dsn) as conn:
+        res = compare.run(conn, args.dataset, settings, progress=None if args.quiet else _progress)
+    paths = report_html.write(res, args.out, f"compare-{args.dataset}", report_html.compare_html(res))
+    print(table(["file", "path"], list(paths.items())))
+    if res["failures"]:
+        _progress(f"{len(res['failures'])} setting(s) could not be met; see the report")
+
+
+def cmd_report(args):
+    from . import compare, report_html
+    with connect(args.dsn) as conn:
+        rid = int(args.release) if args.release.isdigit() else releases.get(conn, dataset=args.release)["id"]
+        rep = compare.release_report(conn, rid)
+    paths = report_html.write(rep, args.out, f"release-{rid}", report_html.release_html(rep))
+    print(table(["file", "path"], list(paths.items())))
+    if not all(c["passed"] for c in rep["checks"]):
+        return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -344,6 +397,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--delta", default=None, help="linking attribute (default: the release's)")
     s.add_argument("--json", action="store_true", help="the whole report as JSON")
     s.set_defaults(fn=cmd_audit)
+    s = sub.add_parser("compare", parents=[common],
+                       help="publish several methods on the same rows and write an HTML report (nothing is kept)")
+    s.add_argument("dataset")
+    s.add_argument("--methods", default=None, metavar="M1,M2", help="methods to compare (default: seven from all families)")
+    s.add_argument("--k", default="5,10,20", metavar="K1,K2", help="k values; the middle one is the default setting")
+    s.add_argument("--l", default="2,3,4", metavar="L1,L2", help="l values (c, p, Rating's SC); the middle one is the default")
+    s.add_argument("--thetas", default="0.05,0.1,0.2", metavar="T1,T2", help="selectivities of the shared workload")
+    s.add_argument("--rows", default="0.25,0.5", metavar="F1,F2", help="row fractions for time against rows")
+    s.add_argument("--sas", default=None, metavar="D1,D2", help="SA counts for time against SAs (default 1..all)")
+    s.add_argument("--queries", type=int, default=1000, help="queries per selectivity (default 1000)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--param", "-p", action="append", metavar="METHOD.NAME=VALUE", help="a method parameter (JSON value)")
+    s.add_argument("--out", default=".", help="directory for the .html, .json and .csv (default: here)")
+    s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.set_defaults(fn=cmd_compare)
+    s = sub.add_parser("report", parents=[common], help="HTML report of one release: promise, checks, utility, attack")
+    s.add_argument("release", help="a release id, or a dataset name for its current release")
+    s.add_argument("--out", default=".", help="directory for the .html and .json (default: here)")
+    s.set_defaults(fn=cmd_report)
     s = sub.add_parser("releases", parents=[common], help="list releases")
     s.add_argument("dataset", nargs="?"); s.set_defaults(fn=cmd_releases)
     s = sub.add_parser("show", parents=[common], help="first rows of a dataset's release views")

@@ -5,8 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --test adds what only the tests need: Chromium, which renders the HTML reports in a browser test.
+pkgs=(postgresql-15 postgresql-plpython3-15 python3-numpy)
+[ "${1:-}" = "--test" ] && pkgs+=(chromium)
 need_apt=()
-for pkg in postgresql-15 postgresql-plpython3-15 python3-numpy; do
+for pkg in "${pkgs[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -58,3 +58,24 @@ def bucket_members(conn, release: int, key: str = "pid") -> list[set]:
     rows = conn.execute(sql.SQL("SELECT bucket_id, array_agg({} ORDER BY {}) FROM {} GROUP BY 1 ORDER BY 1").format(
         sql.Identifier(key), sql.Identifier(key), sql.Identifier("pganon_data", f"r{release}_map"))).fetchall()
     return [set(keys) for _, keys in rows]
+
+
+CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def rendered_plots(html_path, tmp_path) -> list[dict]:
+    """Open an HTML report in headless Chromium and return what its inline check saw: per
+    <svg class="plot"> its title, rendered width/height and how many marks it drew."""
+    import json
+    import subprocess
+    from html import unescape
+    from pathlib import Path
+
+    out = subprocess.run(CHROMIUM + [f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=10000",
+                                     "--dump-dom", Path(html_path).resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    head = out.stdout[:out.stdout.index(">", out.stdout.index("<html"))]
+    start = head.index('data-rendered="') + len('data-rendered="')
+    return json.loads(unescape(head[start:head.index('"', start)]))

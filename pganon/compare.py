@@ -1,0 +1,255 @@
+"""`pganon compare DATASET`: several methods on the same snapshot, side by side.
+
+Every release is published and measured inside one transaction that is rolled back at the end,
+so a comparison leaves nothing behind: no release rows, no relations, and the stable views
+analysts read still point where they pointed.  Each publish runs under its own savepoint, so a
+method that cannot meet a setting (an unsatisfiable k, too few categories) is reported as
+failed there and the rest goes on.  The source keeps its SHARE lock (taken by the first
+publish) until the end: writers wait for the comparison.
+
+Settings (the middle value of each list is the default setting of the other sweeps):
+  k sweep      methods that take k: each k at the default l
+  l sweep      methods that take l (or c, p, SC): each l at the default k
+  rows         time against rows: the first fraction * n rows by key (`limit`), default setting
+  SAs          time against the number of sensitive attributes (the first d declared)
+  thetas       the shared workload's selectivities (`pganon.compare`)
+Releases of the k and l sweeps are measured by `pganon.compare` (KL, ARE per theta, NCP, DM,
+confidence, class sizes); the rows and SA runs record seconds only, next to the seconds of a
+plain CREATE TABLE AS of the same rows and columns.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+import psycopg
+
+from . import releases
+from .errors import PganonError
+
+# How each method reads the sweep's k and l (None: the method does not take it).
+K_PARAM = {"gaa": "k", "mondrian": "k", "ck_anonymization": "k", "pk_angelization": "k",
+           "one_m_generalization": "k", "danonyir": "k", "geneir": "k", "semantic": "k"}
+L_PARAM = {"mbf": "l", "msdcf": "l", "mmdcf": "l", "anatomy": "l", "rating": "sc", "semantic": "l",
+           "one_m_generalization": "l", "danonyir": "l", "geneir": "l"}
+# Fixed parameters a method needs besides k and l.
+BASE_PARAMS = {"ck_anonymization": {"c": 2, "c_f": 2}, "pk_angelization": {"p": 2},
+               "danonyir": {"model": "kl"}, "geneir": {"model": "kl"}}
+# Methods that publish one sensitive attribute only, and those without `limit`.
+ONE_SA = {"danonyir", "geneir", "one_m_generalization"}
+NO_LIMIT = {"danonyir", "geneir", "one_m_generalization"}
+DEFAULT_METHODS = ["mmdcf_mslf", "anatomy", "rating", "mondrian", "gaa", "semantic", "ck_anonymization"]
+
+
+@dataclass
+class Settings:
+    methods: list
+    ks: list = field(default_factory=lambda: [5, 10, 20])
+    ls: list = field(default_factory=lambda: [2, 3, 4])
+    thetas: list = field(default_factory=lambda: [0.05, 0.1, 0.2])
+    fractions: list = field(default_factory=lambda: [0.25, 0.5])
+    sa_counts: list | None = None   # None: 1 .. number of SAs
+    queries: int = 1000
+    seed: int = 0
+    extra: dict = field(default_factory=dict)   # method -> extra params
+
+    @property
+    def k0(self):
+        return sorted(self.ks)[len(self.ks) // 2]
+
+    @property
+    def l0(self):
+        return sorted(self.ls)[len(self.ls) // 2]
+
+
+def params_for(method: str, k: int, l: int, s: Settings, **more) -> dict:
+    p = dict(BASE_PARAMS.get(method, {}))
+    if method in K_PARAM:
+        p[K_PARAM[method]] = k
+    if method in L_PARAM:
+        p[L_PARAM[method]] = l
+    p.update(s.extra.get(method, {}))
+    p.update(more)
+    p.setdefault("queries", 0)  # the shared workload measures every release the same way
+    return p
+
+
+def dataset_info(conn, dataset: str) -> dict:
+    rows = conn.execute("SELECT column_name, role, kind FROM pganon.attributes WHERE dataset = %s "
+                        "ORDER BY position", (dataset,)).fetchall()
+    if not rows:
+        raise PganonError(f'dataset "{dataset}" is not registered', sqlstate="PA001",
+                          hint="register it with pganon.register_dataset or load one with `pganon dataset load`")
+    src = conn.execute("SELECT source::regclass::text, key_column, person_column FROM pganon.dataset WHERE name = %s",
+                       (dataset,)).fetchone()
+    n = conn.execute(f"SELECT count(*) FROM {src[0]}").fetchone()[0]
+    return {"dataset": dataset, "source": src[0], "key": src[1], "person": src[2], "rows": n,
+            "qis": [c for c, r, _ in rows if r == "quasi"], "sas": [c for c, r, _ in rows if r == "sensitive"]}
+
+
+def _publish(conn, dataset, method, params, progress):
+    """Publish under a savepoint: (release id, wall seconds) or (None, error text)."""
+    t0 = time.perf_counter()
+    try:
+        with conn.transaction():
+            rid = releases.publish(conn, dataset, method, params)
+        return rid, time.perf_counter() - t0
+    except (PganonError, psycopg.Error) as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if progress:
+            progress(f"  {method} {params}: failed: {text}")
+        return None, text
+
+
+def _ctas_seconds(conn, info, cols, limit=None):
+    """Seconds of CREATE TABLE AS of the same columns (the reference for time ratios)."""
+    from psycopg import sql
+    src = sql.SQL(info["source"])
+    sel = sql.SQL(", ").join(sql.Identifier(c) for c in cols)
+    q = sql.SQL("CREATE TEMP TABLE _pganon_cmp_ctas AS SELECT {} FROM {}").format(sel, src)
+    if limit:
+        q = sql.SQL("CREATE TEMP TABLE _pganon_cmp_ctas AS SELECT {} FROM {} ORDER BY {} LIMIT {}").format(
+            sel, src, sql.Identifier(info["key"]), sql.Literal(int(limit)))
+    with conn.transaction():
+        t0 = time.perf_counter()
+        conn.execute(q)
+        dt = time.perf_counter() - t0
+        conn.execute("DROP TABLE _pganon_cmp_ctas")
+    return dt
+
+
+def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=None) -> dict:
+    """Publish and measure every setting inside one transaction that is rolled back."""
+    say = progress or (lambda m: None)
+    info = dataset_info(conn, dataset)
+    for m in settings.methods:
+        if not isinstance(m, str) or not m:
+            raise PganonError(f"bad method name {m!r}", sqlstate="PA002")
+    started = time.perf_counter()
+    runs, failures = [], []
+    if not conn.autocommit:
+        raise PganonError("compare needs an autocommit connection (it manages its own transaction)")
+    conn.autocommit = False
+    try:
+        with conn.transaction(force_rollback=True):
+            k0, l0 = settings.k0, settings.l0
+            sas = info["sas"]
+            for method in settings.methods:
+                settings_list = []
+                if method in K_PARAM:
+                    settings_list += [("k", k, l0) for k in settings.ks]
+                if method in L_PARAM:
+                    settings_list += [("l", k0, l) for l in settings.ls if not (method in K_PARAM and l == l0)]
+                if not settings_list:
+                    settings_list = [("fixed", k0, l0)]
+                for sweep, k, l in settings_list:
+                    extra = {"sensitive": sas[:1]} if method in ONE_SA else {}
+                    p = params_for(method, k, l, settings, **extra)
+                    say(f"{method} {sweep} k={k} l={l}")
+                    rid, wall = _publish(conn, dataset, method, p, progress)
+                    row = {"method": method, "sweep": sweep, "k": k, "l": l, "params": p}
+                    if rid is None:
+                        failures.append({**row, "error": wall})
+                        continue
+                    runs.append({**row, "release": rid, "wall_seconds": round(wall, 4),
+                                 "default": (k == k0 and l == l0)})
+            # time against rows and against the number of SAs, at the default setting
+            scaling = []
+            n = info["rows"]
+            all_cols = [info["key"]] + info["qis"] + sas
+            for f in sorted(settings.fractions):
+                if not 0 < f < 1:
+                    continue
+                limit = max(1, int(round(f * n)))
+                scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": limit,
+                                "seconds": round(_ctas_seconds(conn, info, all_cols, limit), 4)})
+                for method in settings.methods:
+                    if method in NO_LIMIT:
+                        continue
+                    p = params_for(method, k0, l0, settings, limit=limit,
+                                   **({"sensitive": sas[:1]} if method in ONE_SA else {}))
+                    say(f"{method} rows={limit}")
+                    rid, wall = _publish(conn, dataset, method, p, progress)
+                    if rid is None:
+                        failures.append({"method": method, "sweep": "rows", "x": limit, "params": p, "error": wall})
+                        continue
+                    scaling.append({"axis": "rows", "method": method, "x": limit, "seconds": round(wall, 4),
+                                    "release": rid})
+            scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": n,
+                            "seconds": round(_ctas_seconds(conn, info, all_cols), 4)})
+            for r in runs:
+                if r["default"]:
+                    scaling.append({"axis": "rows", "method": r["method"], "x": n, "seconds": r["wall_seconds"],
+                                    "release": r["release"]})
+            counts = settings.sa_counts or list(range(1, len(sas) + 1))
+            for d in sorted(set(counts)):
+                if not 1 <= d <= len(sas):
+                    continue
+                for method in settings.methods:
+                    if method in ONE_SA and d > 1:
+                        continue
+                    if d == len(sas) or (method in ONE_SA and d == 1):
+                        hit = next((r for r in runs if r["method"] == method and r["default"]), None)
+                        if hit:
+                            scaling.append({"axis": "sas", "method": method, "x": d, "seconds": hit["wall_seconds"],
+                                            "release": hit["release"]})
+                        continue
+                    p = params_for(method, k0, l0, settings, sensitive=sas[:d])
+                    say(f"{method} d={d}")
+                    rid, wall = _publish(conn, dataset, method, p, progress)
+                    if rid is None:
+                        failures.append({"method": method, "sweep": "sas", "x": d, "params": p, "error": wall})
+                        continue
+                    scaling.append({"axis": "sas", "method": method, "x": d, "seconds": round(wall, 4), "release": rid})
+            say(f"measuring {len(runs)} releases on one shared workload")
+            ids = [r["release"] for r in runs]
+            measured = {}
+            if ids:
+                cmp_params = {"thetas": settings.thetas, "queries": settings.queries, "seed": settings.seed}
+                out = conn.execute("SELECT pganon.compare(%s::bigint[], %s::jsonb)",
+                                   (ids, json.dumps(cmp_params))).fetchone()[0]
+                measured = {r["release"]: r for r in out["releases"]}
+                workload = out["workload"]
+            else:
+                workload = {}
+            for r in runs:
+                r["measures"] = measured.get(r["release"], {})
+    finally:
+        conn.autocommit = True
+    return {"dataset": info, "settings": {"methods": settings.methods, "ks": settings.ks, "ls": settings.ls,
+                                          "k0": settings.k0, "l0": settings.l0, "thetas": settings.thetas,
+                                          "fractions": settings.fractions, "queries": settings.queries,
+                                          "seed": settings.seed, "extra": settings.extra},
+            "runs": runs, "scaling": scaling, "failures": failures, "workload": workload,
+            "seconds": round(time.perf_counter() - started, 2),
+            "created": time.strftime("%Y-%m-%d %H:%M:%S"), "version": _version(conn)}
+
+
+def _version(conn):
+    try:
+        return conn.execute("SELECT pganon.version()").fetchone()[0]
+    except psycopg.Error:
+        return None
+
+
+def release_report(conn: psycopg.Connection, release: int) -> dict:
+    """`pganon report RELEASE`: what was promised, what was verified (the checks re-run now),
+    what it costs in utility (`pganon.compare` of this release alone) and what an attacker learns
+    (its confidence per SA and, for GT/ST releases, the fingerprint-correlation audit)."""
+    rel = releases.get(conn, release=release)
+    layout = conn.execute("SELECT layout FROM pganon.release WHERE id = %s", (release,)).fetchone()[0]
+    rel["layout"] = layout
+    rel["created_at"] = str(rel.get("created_at"))
+    checks = releases.verify(conn, release)
+    measures = conn.execute("SELECT pganon.compare(ARRAY[%s]::bigint[])", (release,)).fetchone()[0]["releases"][0]
+    out = {"release": rel, "checks": checks, "measures": measures}
+    if layout.get("family") == "linked" or (layout.get("family") == "bucketization" and layout.get("delta")):
+        out["audit"] = (rel.get("metrics") or {}).get("audit") and {"summary": rel["metrics"]["audit"]} or \
+            conn.execute("SELECT pganon.audit(%s)", (release,)).fetchone()[0]
+    else:
+        out["audit_note"] = ("not a GT/ST release with bucket links: run `pganon audit RELEASE --delta COLUMN` "
+                             "for a bucketization release" if layout.get("family") == "bucketization" else
+                             "applies to GT/ST releases only")
+    return out
