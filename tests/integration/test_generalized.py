@@ -6,7 +6,7 @@ import json
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from helpers import checks, publish
@@ -140,44 +140,104 @@ def test_gaa_without_a_hierarchy_names_the_column(conn, t1):
     assert e.value.sqlstate == "PA003"
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_random_generalized_releases_pass_the_verifier(conn, data):
+GAA_STRATEGIES = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "l_div", "t_clo"]
+METRICS = ["distortion", "ncp", "total", "llm", "nllm", "wllm", "wnllm"]
+QIS = "{age,gender,race}"
+
+
+def _random_dataset(conn, data):
+    """A random table (3 QIs with hierarchies, 2 SAs) declared as a dataset; (name, n, k, sas)."""
     n = data.draw(st.integers(6, 60))
     rows = [(i, data.draw(st.integers(18, 30)), data.draw(st.sampled_from(["M", "F"])),
-             data.draw(st.sampled_from(["Cat", "Lion", "Dog"])), data.draw(st.sampled_from(["s0", "s1", "s2", "s3"])))
+             data.draw(st.sampled_from(["Cat", "Lion", "Dog"])), data.draw(st.sampled_from(["s0", "s1", "s2", "s3"])),
+             data.draw(st.sampled_from(["low", "mid", "high"])))
             for i in range(n)]
     k = data.draw(st.integers(1, min(6, n)))
     name = f"gen_{abs(hash((tuple(rows), k))) % 10**9}"
     conn.execute(f"DROP TABLE IF EXISTS {name}")
     conn.execute(f"SELECT pganon.drop_dataset(%s) FROM pganon.dataset WHERE name = %s", (name, name))
-    _table(conn, name, rows, "id int PRIMARY KEY, age int, gender text, race text, disease text")
+    _table(conn, name, rows, "id int PRIMARY KEY, age int, gender text, race text, disease text, grade text")
     conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, 'id')", (name, name))
-    for col, role in [("age", "quasi"), ("gender", "quasi"), ("race", "quasi"), ("disease", "sensitive")]:
+    for col, role in [("age", "quasi"), ("gender", "quasi"), ("race", "quasi"), ("disease", "sensitive"),
+                      ("grade", "sensitive")]:
         conn.execute("SELECT pganon.set_attribute(%s, %s, %s)", (name, col, role))
     conn.execute("SELECT pganon.set_hierarchy(%s, 'gender', %s)", (name, GENDER))
     conn.execute("SELECT pganon.set_hierarchy(%s, 'race', %s)", (name, RACE))
     conn.execute("""SELECT pganon.build_hierarchy(%s, 'age', 'intervals', '{"widths": [2, 4, 8]}')""", (name,))
-    method = data.draw(st.sampled_from(["gaa", "mondrian"]))
-    params = {"k": k, "queries": 0}
-    if method == "gaa":
-        params.update(metric=data.draw(st.sampled_from(["ncp", "nllm", "total"])),
-                      strategy=data.draw(st.sampled_from(["S1", "S3", "S5"])))
-    else:
-        params.update(mode=data.draw(st.sampled_from(["strict", "relaxed"])),
-                      categorical=data.draw(st.sampled_from(["taxonomy", "ordinal"])))
-        if data.draw(st.booleans()):
-            l = data.draw(st.integers(1, 2))
-            params["privacy"] = {"model": "l_diversity", "l": l}
-    rid = publish(conn, name, method, **params)
+    sas = data.draw(st.sampled_from([["disease"], ["grade"], ["disease", "grade"]]))
+    return name, n, k, sas
+
+
+def _assert_k_anonymous(conn, rid, n, k, sas, params):
+    """The verifier passes every check, and the GT's classes (by published QI vector) hold >= k of
+    the n rows, also per pganon.check; the verifier's checks by name."""
     result = checks(conn, rid)
     assert all(p for p, _ in result.values()), (params, result)
     sizes = [r[0] for r in conn.execute(
         f"SELECT count(*) FROM pganon_data.r{rid}_gt GROUP BY age, gender, race")]
     assert min(sizes) >= k and sum(sizes) == n
-    got = conn.execute(f"SELECT pganon.check('pganon_data.r{rid}_gt', '{{age,gender,race}}', '{{disease}}', "
-                       f"'k_anonymity', %s::jsonb)", (json.dumps({"k": k}),)).fetchone()[0]
+    got = conn.execute(f"SELECT pganon.check('pganon_data.r{rid}_gt', '{QIS}', %s, 'k_anonymity', %s::jsonb)",
+                       (sas, json.dumps({"k": k}))).fetchone()[0]
     assert got["holds"] is True and got["value"] == min(sizes)
+    return result
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_gaa_releases_pass_the_verifier(conn, data):
+    """Any strategy, privacy scope, cost mode and metric: the release is k-anonymous per the
+    independent verifier and per pganon.check (GAA's strategies steer merges; k is its model)."""
+    name, n, k, sas = _random_dataset(conn, data)
+    params = {"k": k, "queries": 0, "sensitive": sas, "metric": data.draw(st.sampled_from(METRICS)),
+              "strategy": data.draw(st.sampled_from(GAA_STRATEGIES)), "sa": sas[-1],
+              "privacy_scope": data.draw(st.sampled_from(["table", "class"])),
+              "cost_mode": data.draw(st.sampled_from(["pairwise", "size_weighted"]))}
+    rid = publish(conn, name, "gaa", **params)
+    _assert_k_anonymous(conn, rid, n, k, sas, params)
+
+
+PRIVACY_MODELS = [
+    None,
+    ("l_diversity", "l", st.integers(1, 3)),
+    ("entropy_l_diversity", "l", st.sampled_from([1, 1.5, 2, 2.5, 3])),
+    ("alpha_k_anonymity", "alpha", st.sampled_from([0.4, 0.5, 0.67, 0.8, 1.0])),
+    ("t_closeness", "t", st.sampled_from([0.15, 0.3, 0.5, 0.9])),
+]
+
+
+@pytest.mark.parametrize("model", PRIVACY_MODELS, ids=lambda m: "k_only" if m is None else m[0])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_mondrian_releases_meet_k_and_their_privacy_model(conn, model, data):
+    """Either mode and categorical handling, one or two SAs: the release is k-anonymous and its
+    promised l / alpha / t holds for every published SA, per the verifier (which names the
+    check) and again per pganon.check on the GT; a model the whole table does not meet is
+    refused with PA005, and pganon.check on the source agrees that it does not hold."""
+    name, n, k, sas = _random_dataset(conn, data)
+    params = {"k": k, "queries": 0, "sensitive": sas, "mode": data.draw(st.sampled_from(["strict", "relaxed"])),
+              "categorical": data.draw(st.sampled_from(["taxonomy", "ordinal"]))}
+    thresholds = None
+    if model is not None:
+        thresholds = {model[1]: data.draw(model[2])}
+        if model[0] == "t_closeness":
+            thresholds["distance"] = data.draw(st.sampled_from(["equal", "l1"]))
+        params["privacy"] = dict(thresholds, model=model[0])
+    try:
+        rid = publish(conn, name, "mondrian", **params)
+    except psycopg.Error as e:
+        assert model is not None and e.sqlstate == "PA005", (params, e)
+        whole = conn.execute("SELECT pganon.check(%s::regclass, '{}', %s, %s, %s::jsonb)",
+                             (name, sas, model[0], json.dumps(thresholds))).fetchone()[0]
+        assert whole["holds"] is False, (params, whole)
+        event("refused")
+        return
+    result = _assert_k_anonymous(conn, rid, n, k, sas, params)
+    if model is not None:
+        assert {f"{model[0]}({s})" for s in sas} <= set(result), (params, result)
+        got = conn.execute(f"SELECT pganon.check('pganon_data.r{rid}_gt', '{QIS}', %s, %s, %s::jsonb)",
+                           (sas, model[0], json.dumps(thresholds))).fetchone()[0]
+        assert got["holds"] is True, (params, got)
+    event("published")
 
 
 def test_gaa_with_the_figure2_custom_weights_gives_the_trace_and_its_alteration(conn, t1):
