@@ -14,7 +14,7 @@ import yaml
 from .errors import PganonError, from_db_error
 
 TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l",
-            "dependencies", "external_factor", "delta", "zeta", "hierarchies"}
+            "dependencies", "external_factor", "delta", "zeta", "hierarchies", "semantic_rules"}
 ATTR_KEYS = {"column", "role", "kind"}
 
 
@@ -64,6 +64,34 @@ def set_delta(conn, dataset: str, column: str | None) -> None:
 
 def set_zeta(conn, dataset: str, columns: list[str] | None) -> None:
     _call(conn, "SELECT pganon.set_zeta(%s, %s::text[])", (dataset, columns))
+
+
+def set_semantic_rule(conn, dataset: str, rule_id: str, column: str, predicate: str, values: list,
+                      category: str) -> None:
+    _call(conn, "SELECT pganon.set_semantic_rule(%s, %s, %s, %s, %s::text[], %s)",
+          (dataset, rule_id, column, predicate, [str(v) for v in values], category))
+
+
+def drop_semantic_rule(conn, dataset: str, rule_id: str) -> None:
+    _call(conn, "SELECT pganon.drop_semantic_rule(%s, %s)", (dataset, rule_id))
+
+
+def semantic_rules(conn, dataset: str | None = None) -> list[tuple]:
+    return _call(conn, "SELECT dataset, rule_id, column_name, predicate, vals, category FROM pganon.semantic_rules "
+                 "WHERE %s::text IS NULL OR dataset = %s", (dataset, dataset))
+
+
+def _apply_semantic_rules(conn, name: str, entries) -> int:
+    """`semantic_rules:` a list of {id, column, predicate, values, category}."""
+    if not isinstance(entries, list):
+        raise PganonError("semantic_rules must be a list of {id, column, predicate, values, category}")
+    for e in entries:
+        missing = [k for k in ("id", "column", "predicate", "values", "category") if not isinstance(e, dict) or k not in e]
+        if missing:
+            raise PganonError(f"semantic rule {e.get('id') if isinstance(e, dict) else e!r} lacks {missing}")
+        vals = e["values"] if isinstance(e["values"], list) else [e["values"]]
+        set_semantic_rule(conn, name, str(e["id"]), e["column"], e["predicate"], vals, e["category"])
+    return len(entries)
 
 
 def set_hierarchy(conn, dataset: str, column: str, csv: str, sep: str = ";") -> dict:
@@ -182,5 +210,7 @@ def apply(conn: psycopg.Connection, path: str | Path, source: str | None = None)
         if spec.get("zeta") is not None:
             set_zeta(conn, name, list(spec["zeta"]))
         n_hier = _apply_hierarchies(conn, name, spec.get("hierarchies") or {}, Path(path).parent)
+        _call(conn, "DELETE FROM pganon.semantic_rule WHERE dataset_id = pganon._dataset_id(%s)", (name,))
+        n_rules = _apply_semantic_rules(conn, name, spec.get("semantic_rules") or [])
     return {"dataset": name, "attributes": len(spec.get("attributes") or []), "security_levels": n_levels,
-            "level_l": level_l, "dependencies": len(deps), "hierarchies": n_hier}
+            "level_l": level_l, "dependencies": len(deps), "hierarchies": n_hier, "semantic_rules": n_rules}

@@ -190,6 +190,25 @@ def cmd_check(args):
         return 1
 
 
+def cmd_rule(args):
+    with connect(args.dsn) as conn:
+        if args.action == "list":
+            rows = catalog.semantic_rules(conn, args.dataset)
+            print(table(["dataset", "rule", "column", "predicate", "values", "category"], rows))
+            return
+        if not (args.dataset and args.rule_id):
+            raise PganonError(f"rule {args.action} needs DATASET and RULE_ID")
+        if args.action == "drop":
+            catalog.drop_semantic_rule(conn, args.dataset, args.rule_id)
+            print(f"semantic rule {args.rule_id} dropped")
+            return
+        if not (args.column and args.predicate and args.values is not None and args.category):
+            raise PganonError("rule set needs --column, --predicate, --values and --category")
+        catalog.set_semantic_rule(conn, args.dataset, args.rule_id, args.column, args.predicate,
+                                  split(args.values), args.category)
+        print(f"semantic rule {args.rule_id} set")
+
+
 def cmd_apply(args):
     with connect(args.dsn) as conn:
         print(_kv(catalog.apply(conn, args.file, source=args.source)))
@@ -367,6 +386,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--param", "-p", action="append", metavar="NAME=VALUE", help="a threshold or option (JSON value)")
     s.add_argument("--params", default=None, help="all parameters as one JSON object")
     s.set_defaults(fn=cmd_check)
+    s = sub.add_parser("rule", parents=[common], help="semantic rules on sensitive values (method semantic)")
+    s.add_argument("action", choices=["list", "set", "drop"])
+    s.add_argument("dataset", nargs="?"); s.add_argument("rule_id", nargs="?")
+    s.add_argument("--column", help="set: the sensitive attribute")
+    s.add_argument("--predicate", choices=["in", "between", "=", ">", ">=", "<", "<="], help="set: the predicate")
+    s.add_argument("--values", metavar="V1,V2", help="set: in: the values; between: low,high; else one value")
+    s.add_argument("--category", help="set: what the rule reveals, e.g. 'heart disease'")
+    s.set_defaults(fn=cmd_rule)
     s = sub.add_parser("apply", parents=[common], help="declare a dataset from a YAML/JSON file")
     s.add_argument("file"); s.add_argument("--source", default=None, help="override the file's source table")
     s.set_defaults(fn=cmd_apply)
