@@ -558,7 +558,7 @@ class _Picker:
 
 
 def danonyir(persons, qis, model, params, *, kinds=None, domains=None, seed=None, seeds=(),
-             strict=False, trace=False):
+             strict=False, trace=False, tick=None):
     """Anonymize persons with DAnonyIR (Algorithm 1 + Handle) under an identity-reserved model.
 
     persons  (person id, QI values in `qis` order, SA values of the person's records)
@@ -573,6 +573,8 @@ def danonyir(persons, qis, model, params, *, kinds=None, domains=None, seed=None
              ('merge', class number, dist, person dist), ('close', class number, ids),
              ('handle', id, class number or None, dist, suppression cost); class numbers count
              created classes from 1
+    tick     called once per growth step, so the database can notice a cancel or a
+             statement_timeout (`Db.interruptible`); no effect on the result
     """
     qis = _qis(qis)
     p = ir_models.parse_params(model, params)
@@ -616,6 +618,8 @@ def danonyir(persons, qis, model, params, *, kinds=None, domains=None, seed=None
         if log is not None:
             log.append(("seed", ids[i]))
         while not sat and rem.left:
+            if tick is not None:
+                tick()
             pi, dp = rem.nearest(q)
             r, dq = fin.nearest_to_class(q)
             if dp <= dq + _tie(dp, dq):
@@ -635,6 +639,8 @@ def danonyir(persons, qis, model, params, *, kinds=None, domains=None, seed=None
     if not sat:
         cost_per = len(qis)
         for i in q.members:
+            if tick is not None:
+                tick()
             d = fin.dist_to_person(i)
             r, best = nearest_valid(fin.states, d, model, sas[i])
             cost = len(sas[i]) * cost_per

@@ -100,7 +100,7 @@ def _domain(h, kind, qi, override):
 
 
 def geneir(persons, qis, taxonomies, model, params, *, kinds=None, domains=None, seed=None, order=(),
-           trace=False):
+           trace=False, tick=None):
     """Anonymize persons with GeneIR (spec §3.6; G1-G6).
 
     persons, qis, kinds, model, params  as for `danonyir.danonyir`
@@ -111,6 +111,8 @@ def geneir(persons, qis, taxonomies, model, params, *, kinds=None, domains=None,
                 ['age', 'postcode', 'age', 'gender'] for Table 3
     trace       keep ('round', QI, level), ('class', class id, ids) and ('residual', id, class
                 id or None, distance) steps in `IrRelease.trace`
+    tick        called once per round and per residual person, so the database can notice a
+                cancel (`Db.interruptible`); no effect on the result
     """
     qis = _qis(qis)
     p = ir_models.parse_params(model, params)
@@ -163,6 +165,8 @@ def geneir(persons, qis, taxonomies, model, params, *, kinds=None, domains=None,
 
     left = sweep(left)
     while left.size:
+        if tick is not None:
+            tick()
         if model in ("kl", "el") and _monotone_fails(model, p, [sas[i] for i in left.tolist()]):
             break
         open_ = [j for j in range(d) if (hs[j].parent[cur[left, j]] >= 0).any()]
@@ -199,6 +203,8 @@ def geneir(persons, qis, taxonomies, model, params, *, kinds=None, domains=None,
         states.append(st)
     recs = [float(sum(len(sas[i]) for i in m)) for m in groups]
     for i in left.tolist():
+        if tick is not None:
+            tick()
         if not groups:
             if log is not None:
                 log.append(("residual", ids[i], None, float("inf")))

@@ -34,6 +34,13 @@ Decisions:
       predicate) - Eq. 19 with num counted in records (COUNT(*)).  Integer domains count
       integers (|[a, b]| = b - a + 1), other numeric domains lengths (workload W2).  The true
       counts come from the persons' records; queries with prec = 0 are skipped (workload W5).
+- R6  Workload (§2.15, §3.8 item 14): `query_error` draws `n` seeded COUNT queries with
+      `workload.make_queries`: every query constrains the SA and λ QIs drawn at random
+      (qd = λ, always = the SA), at selectivity θ on the original records (scheme
+      'selectivity', W3-W5: queries with prec = 0 are redrawn, never kept).  prec counts every
+      original record, suppressed persons included (they are in D, not in D*); est sums over
+      the published classes only.  The domains are the release's own (observed, overridden,
+      or GeneIR's taxonomy), so a class cell and a predicate measure the same extent.
 """
 
 from __future__ import annotations
@@ -67,6 +74,8 @@ __all__ = [
     "record_columns",
     "estimates",
     "relative_errors",
+    "workload_domains",
+    "query_error",
 ]
 
 
@@ -379,3 +388,75 @@ def relative_errors(true, estimated):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(t > 0, np.abs(e - t) / np.where(t > 0, t, 1.0), np.nan)
 
+
+
+def workload_domains(persons, release, sa="sa"):
+    """The domains of a person-aware release's query workload (R6), with every original
+    record's values: the release's QI domains (extents as the method used them), then the SA
+    (its distinct values in first-appearance order).  persons are (person id, QI values, SA
+    values of the person's records), as given to the method.  Memory: one code or number per
+    record and attribute, in numpy arrays."""
+    qis = list(release.qis)
+    if sa in qis:
+        raise invalid(f"the sensitive attribute {sa!r} is also a QI of the release",
+                      hint="give the SA a name of its own")
+    rows = [tuple(p[1]) for p in persons]
+    reps = np.fromiter((len(p[2]) for p in persons), dtype=np.int64, count=len(persons))
+    if not len(rows):
+        raise invalid("no persons: the workload needs the original records")
+    out = []
+    for j, d in enumerate(release.domains):
+        col = [r[j] for r in rows]
+        if d.kind == NUMERIC:
+            vals = np.asarray(col)
+            if vals.dtype.kind not in "iuf":  # Fractions, Decimals
+                vals = np.asarray([float(v) for v in col])
+            out.append(Domain.numeric(d.name, np.repeat(vals, reps), lo=d.lo, hi=d.hi))
+        else:
+            look = {v: c for c, v in enumerate(d.categories)}
+            try:
+                codes = np.fromiter((look[v] for v in col), dtype=np.int64, count=len(col))
+            except KeyError as e:
+                raise bad_data(f"{e.args[0]!r} is not a value of the domain of {d.name!r}") from None
+            out.append(Domain.categorical(d.name, d.categories, np.repeat(codes, reps)))
+    look, codes = {}, []
+    for p in persons:
+        for v in p[2]:
+            codes.append(look.setdefault(v, len(look)))
+    out.append(Domain.categorical(sa, list(look), np.asarray(codes, dtype=np.int64)))
+    return tuple(out)
+
+
+def query_error(persons, release, sa="sa", *, lam=1, n=1000, theta=0.1, seed=0, predicates=None):
+    """Relative error of query answering on a person-aware release (§2.15, Eq. 19; R5, R6):
+    {mean, median, max, queries (used), skipped, lambda, theta, seed, on_target}.
+
+    persons     (person id, QI values, SA values of the records), as given to the method
+    release     the method's `IrRelease` (classes with cells, the QI domains)
+    sa          the SA's name in the workload
+    lam         λ, the number of QIs each query constrains (besides the SA), 1..|QI|
+    n, theta    number of queries and their selectivity on the original records
+    predicates  instead of a random workload, queries as {attribute: predicate} mappings
+                (`workload.queries_from_predicates`); lam, n, theta and seed are then unused
+    """
+    doms = workload_domains(persons, release, sa)
+    d = len(release.qis)
+    if predicates is not None:
+        queries = workload.queries_from_predicates(doms, predicates)
+        true = workload.true_counts(queries)
+    else:
+        if isinstance(lam, bool) or not isinstance(lam, numbers.Integral) or not 1 <= lam <= d:
+            raise invalid(f"the query dimension lambda = {lam!r} must be an integer in 1..{d} (the QIs "
+                          "of the release)", hint=f"e.g. lambda = 1, or lambda = {d} for every QI")
+        queries = workload.make_queries(doms, theta, n=n, seed=seed, qd=int(lam), always=(sa,))
+        true = queries.counts
+    sa_of = {p[0]: p[2] for p in persons}
+    classes = [(c.cells, [v for pid in c.persons for v in sa_of[pid]]) for c in release.classes]
+    est = estimates(queries, classes) if classes else np.zeros(len(queries))
+    err = workload.query_error(queries, true, est)
+    on = queries.on_target
+    return {"mean": err.mean, "median": err.median, "max": err.max, "queries": err.used, "skipped": err.skipped,
+            "lambda": None if predicates is not None else int(lam),
+            "theta": None if predicates is not None else float(theta),
+            "seed": None if predicates is not None else seed,
+            "on_target": None if on is None else float(np.mean(on)), "estimator": "eq19"}

@@ -23,7 +23,12 @@ The pipeline steps for this family:
                class's sorted distinct values (text[]), hierarchy QIs the engine's node label
                (geneir: every QI; one_m: categorical QIs with a declared hierarchy)
   measure      danonyir/geneir: NLoss (Eq. 15), the vulnerable-class share v (spec 002 §2.16),
-               classes, persons; one_m: QID-NCP% and SA-NCP%, classes, persons
+               classes, persons, and the relative error of query answering (§2.15, Eq. 19;
+               `ir_metrics.query_error`: `queries` seeded COUNT queries on the SA and `lambda`
+               random QIs at selectivity `theta`, stored as metrics.query_error like every
+               family's query error; queries = 0 switches it off); one_m: QID-NCP% and SA-NCP%,
+               classes, persons (Eq. 19 estimates from record cells; a 1:M GT publishes
+               generalized SA sets per person, for which spec 003 gives no estimator)
 
 Decisions:
 
@@ -43,15 +48,16 @@ import json
 
 from . import danonyir as danonyir_engine
 from . import geneir as geneir_engine
-from . import hierarchy_store, ir_models, lsl
+from . import hierarchy_store, ir_metrics, ir_models, lsl
 from . import one_m as one_m_engine
 from . import params as P
 from .errors import bad_data, incomplete, invalid, unsatisfiable
 
 METHODS = ("danonyir", "geneir", "one_m_generalization")
 MODEL_PARAMS = {"model", "k", "l", "alpha", "beta"}
-PARAMS = {"danonyir": MODEL_PARAMS | {"seed", "seeds", "sensitive", "domains"},
-          "geneir": MODEL_PARAMS | {"seed", "order", "sensitive", "domains"},
+WORKLOAD_PARAMS = P.WORKLOAD_PARAMS | {"lambda"}
+PARAMS = {"danonyir": MODEL_PARAMS | WORKLOAD_PARAMS | {"seed", "seeds", "sensitive", "domains"},
+          "geneir": MODEL_PARAMS | WORKLOAD_PARAMS | {"seed", "order", "sensitive", "domains"},
           "one_m_generalization": {"k", "l", "seed", "mode", "sensitive"}}
 SNAP = lsl.SNAP
 CLASSES = "pg_temp._pganon_pclasses"
@@ -89,7 +95,11 @@ def parse_params(method, params, ds):
     if extra:
         raise invalid(f"model {model} does not take {extra}", hint=f"it takes {list(ir_models.MODELS[model])}")
     p.update(model=model, model_params=ir_models.parse_params(model, given),
-             domains=_domains(params.get("domains"), qis))
+             domains=_domains(params.get("domains"), qis), workload=P.workload(params),
+             lam=P.integer(params, "lambda", 1, default=1))
+    if p["lam"] > len(qis):
+        raise invalid(f"parameter lambda = {p['lam']} is larger than the {len(qis)} QIs of dataset {ds.name}",
+                      hint=f"lambda is the number of QIs a query constrains besides the SA: 1..{len(qis)}")
     if method == "danonyir":
         seeds = params.get("seeds", [])
         if not isinstance(seeds, list) or any(isinstance(s, (bool, dict, list)) or s is None for s in seeds):
@@ -176,11 +186,13 @@ def plan(db, ds, p, persons):
         return
     if p["method"] == "danonyir":
         res = danonyir_engine.danonyir(persons, qis, p["model"], p["model_params"], kinds=kinds,
-                                       domains=p["domains"], seed=p["seed"], seeds=p["seeds"])
+                                       domains=p["domains"], seed=p["seed"], seeds=p["seeds"],
+                                       tick=db.interruptible())
     else:
         taxes = {c: hierarchy_store.load(db, ds, c) for c in qis}
         res = geneir_engine.geneir(persons, qis, taxes, p["model"], p["model_params"], kinds=kinds,
-                                   domains=p["domains"], seed=p["seed"], order=p["order"])
+                                   domains=p["domains"], seed=p["seed"], order=p["order"],
+                                   tick=db.interruptible())
     if not res.classes:
         raise unsatisfiable(f"{p['method']} could not form any class satisfying {p['model']} "
                             f"{json.dumps(_floats(p['model_params']))} on {len(persons)} persons",
@@ -334,4 +346,8 @@ def measure(db, ds, p, rel, lay, source_rows):
     vul = ir_models.vulnerability(res.sa_classes(p["persons"]), p["model"], p["model_params"])
     out.update(nloss=float(res.nloss), loss=float(res.loss), v=float(vul.share),
                vulnerable_classes=vul.n_vulnerable)
+    w = p["workload"]
+    if w["queries"]:
+        out["query_error"] = ir_metrics.query_error(p["persons"], res, p["sa"], lam=p["lam"], n=w["queries"],
+                                                    theta=w["theta"], seed=w["seed"])
     return out

@@ -121,6 +121,55 @@ def test_geneir_reproduces_table3_with_the_figure1_taxonomies(conn, t2, params):
     assert m["v"] == 0.5 and m["nloss"] == pytest.approx(23 / 36)
 
 
+# --------------------------------------------------------------------------------------------
+# relative error of query answering (spec 002 §2.15, Eq. 19)
+# --------------------------------------------------------------------------------------------
+
+PERSONS = [(n, (g, a, pc), [r[5] for r in TABLE2 if r[1] == n]) for n, g, a, pc in
+           dict.fromkeys((r[1], r[2], r[3], r[4]) for r in TABLE2)]
+
+
+def test_relative_error_in_the_metrics_equals_the_engine_on_the_same_persons(conn, t2):
+    from pganon_engine import danonyir as D
+    from pganon_engine import ir_metrics as IM
+    rid = publish(conn, t2, "danonyir", model="el", l=3, seeds=["Ella", "Tim"], domains={"age": [30, 39]},
+                  queries=200, theta=0.3, **{"lambda": 2})
+    got = _metrics(conn, rid)["query_error"]
+    rel = D.danonyir(PERSONS, ["gender", "age", "postcode"], "el", {"l": 3}, domains={"age": (30, 39)},
+                     seeds=["Ella", "Tim"])
+    assert [members for members, _ in _classes(conn, rid)] == [set(c.persons) for c in rel.classes]
+    want = IM.query_error(PERSONS, rel, "disease", lam=2, n=200, theta=0.3, seed=0)
+    assert got == pytest.approx(want)
+    assert (got["queries"], got["lambda"], got["theta"]) == (200, 2, 0.3) and got["mean"] > 0
+
+
+@pytest.mark.parametrize("method, extra", [("danonyir", {}), ("geneir", {"order": ["age", "postcode", "age", "gender"]})])
+def test_relative_error_defaults_and_switch_off(conn, t2, method, extra):
+    for col, csv in (("gender", GENDER), ("age", AGE), ("postcode", POSTCODE)):
+        conn.execute("SELECT pganon.set_hierarchy(%s, %s, %s)", (t2, col, csv))
+    m = _metrics(conn, publish(conn, t2, method, model="kl", k=3, l=3, **extra))
+    assert (m["query_error"]["queries"], m["query_error"]["lambda"], m["query_error"]["theta"]) == (1000, 1, 0.1)
+    assert 0 <= m["query_error"]["mean"] <= m["query_error"]["max"]
+    assert "query_error" not in _metrics(conn, publish(conn, t2, method, model="kl", k=3, l=3, queries=0, **extra))
+
+
+def test_a_release_of_single_persons_has_no_query_error(conn, t2):
+    m = _metrics(conn, publish(conn, t2, "danonyir", model="kl", k=1, l=1, queries=300, **{"lambda": 3}))
+    assert m["classes"] == 7 and m["query_error"]["max"] == pytest.approx(0, abs=1e-12)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"lambda": 4}, r"lambda = 4 is larger than the 3 QIs"),
+    ({"lambda": 0}, r"parameter lambda must be an integer >= 1"),
+    ({"theta": 0}, r"parameter theta must be a number in \(0, 1\]"),
+    ({"queries": -1}, r"parameter queries must be an integer >= 0"),
+])
+def test_bad_workload_params_are_refused(conn, t2, params, message):
+    with pytest.raises(psycopg.Error, match=message) as e:
+        publish(conn, t2, "danonyir", model="el", l=2, **params)
+    assert e.value.sqlstate == "PA002"
+
+
 def test_geneir_without_taxonomies_names_the_column(conn, t2):
     with pytest.raises(psycopg.Error, match='column "gender" .* has no hierarchy') as e:
         publish(conn, t2, "geneir", model="kl", k=3, l=3)
