@@ -5,12 +5,21 @@ The database groups (QIs -> class sizes; QIs x SA value -> counts; for the joint
 other SAs x SA value -> counts) and this module hands the counts to `models.check`, so the
 engine holds one count per (class, value), never a row.  A QI cell of any type (ranges, arrays,
 hierarchy labels) groups by equality; a class key is the row of QI cells as text.
+
+The identity-reserved models of spec 002 (IR_MODELS) count persons, not rows: params name the
+person column ({"person": "id_num", "l": 3}), the database groups per (class, person) with the
+person's SA values, and `ir_models.check` - the decision functions DAnonyIR uses, one source of
+truth - gives the achieved value, whether the thresholds hold and, when the model's family
+thresholds are known (l; alpha and beta), the vulnerable-class share v (IR holds, EIR fails).
+Memory: one SA value per row (a person's values are needed for the EIR l hitting sets).
 """
 
-from . import models
-from .errors import bad_data, unknown
+from . import ir_models, models
+from .errors import bad_data, incomplete, invalid, unknown
 
 ALL = "all"  # model name that checks every model (with the thresholds given for each)
+# pganon.check / verifier names -> ir_models names (I1)
+IR_MODELS = {"ir_kl_anonymity": "kl", "eir_l_diversity": "el", "ir_alpha_beta": "ab", "eir_alpha_beta": "eab"}
 
 
 def _relation(db, relation):
@@ -76,15 +85,61 @@ def check_relation(db, relation, qis, sas, model, params=None):
     qis, sas = list(qis or []), list(sas or [])
     _columns(db, relation, name, qis, sas)
     params = params or {}
-    wanted = list(models.MODELS) if model == ALL else [model]
+    if model in IR_MODELS:
+        return check_persons(db, relation, name, qis, sas, model, params)
+    # 'all': every row-level model, and the identity-reserved ones whose params are given
+    wanted = list(models.MODELS) + [m for m in IR_MODELS if m in params] if model == ALL else [model]
     for m in wanted:
-        models._model(m)  # unknown names fail before any work
+        if m not in IR_MODELS:
+            models._model(m)  # unknown names fail before any work
     each = params if model == ALL else {model: params}
-    joint = any((each.get(m) or {}).get("scope") == "joint" for m in wanted)
+    rows = [m for m in wanted if m not in IR_MODELS]
+    joint = any((each.get(m) or {}).get("scope") == "joint" for m in rows)
     agg = aggregates(db, name, qis, sas, joint)
     out = {}
     for m in wanted:
         if m != "k_anonymity" and not sas:
             continue
-        out[m] = models.check(m, each.get(m) or {}, agg).as_json()
+        if m in IR_MODELS:
+            out[m] = check_persons(db, relation, name, qis, sas, m, each.get(m) or {})
+        else:
+            out[m] = models.check(m, each.get(m) or {}, agg).as_json()
     return out if model == ALL else out[model]
+
+
+def check_persons(db, relation, name, qis, sas, model, params):
+    """An identity-reserved model (IR_MODELS) on a relation whose rows are records of persons:
+    classes by the QIs, persons by params['person'], one SA."""
+    params = dict(params or {})
+    person = params.pop("person", None)
+    if not isinstance(person, str) or not person:
+        raise incomplete(f"{model} counts persons and needs the person column in params",
+                         hint='e.g. {"person": "id_num", "l": 3} for a published GT')
+    if len(sas) != 1:
+        raise invalid(f"{model} assesses one sensitive attribute, not {len(sas)} ({sas})",
+                      hint="give one SA column; check the others one at a time")
+    _columns(db, relation, name, [person], [])
+    if person in qis or person in sas:
+        raise bad_data(f'the person column "{person}" is also listed as QI or SA', hint="give each column one role")
+    ir = IR_MODELS[model]
+    p = ir_models.parse_params(ir, params, required=False)
+    I = db.ident
+    s, per = I(sas[0]), I(person)
+    nulls = db.one(f"SELECT count(*) FILTER (WHERE {s} IS NULL) AS s, count(*) FILTER (WHERE {per} IS NULL) AS p "
+                   f"FROM {name}")
+    for col, n in ((sas[0], nulls["s"]), (person, nulls["p"])):
+        if n:
+            raise bad_data(f'column "{col}" of {name} has {n} NULL value(s)',
+                           hint="filter them in a view, or fill them, before checking")
+    rows = db.rows(f"SELECT {_key(db, qis)} AS g, {per}::text AS p, array_agg({s}::text) AS v FROM {name} GROUP BY 1, 2")
+    if not rows:
+        raise bad_data(f"{name} has no rows to check", hint="check a relation with rows")
+    res = ir_models.check(ir, p, ir_models.classes_from_persons((r["g"], r["p"], r["v"]) for r in rows))
+    j = res.as_json()
+    value = j["value"]
+    out = {"model": model, "scope": "person", "person": person, "value": value, "per_sa": {sas[0]: value},
+           "holds": j["holds"], "params": j["params"], "classes": j["classes"], "failing_classes": j["failing"],
+           "split_persons": j["split_persons"]}
+    if "vulnerable" in j:
+        out["vulnerable"] = j["vulnerable"]
+    return out
