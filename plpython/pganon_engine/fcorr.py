@@ -1,11 +1,12 @@
 """Fingerprint-correlation (fcorr) auditor for GT/ST releases with several sensitive attributes
 (spec 004-ck-anonymization.md, sections 1.2, 1.5, 1.6, 2.8, 4.3 and 4.4).
 
-This is the reference implementation: plain Python, no database, standard library only.  A
-set-based SQL version is checked against it.  It audits any release that publishes a
-generalized table GT linked by bucket id to a sensitive table ST: (p, k)-angelization (one GT
-class <-> one batch), (c, k)-anonymization (one class -> several fingerprint buckets) and later
-GT/ST methods.
+This is the reference implementation: plain Python, no database, standard library only.  It
+audits any release that publishes a generalized table GT linked by bucket id to a sensitive
+table ST: (p, k)-angelization (one GT class <-> one batch), (c, k)-anonymization (one class ->
+several fingerprint buckets) and later GT/ST methods.  It visits every linkable pair one by one;
+releases in the database are audited by `fcorr_fast`, the same decisions vectorized with numpy
+and checked against this module in the unit tests.
 
 Input model (neutral; build it from whatever the release stores):
 
@@ -426,24 +427,26 @@ def linkable_pairs(st, model: SAModel) -> list:
             for (i, j), vs in sorted(shared.items(), key=lambda kv: (order[kv[0][0]], order[kv[0][1]]))]
 
 
+def _finding(i, j, shared, bi: Bucket, bj: Bucket, model: SAModel) -> PairFinding:
+    """eq. (3)-(5) and the breach kind (F4-F6) of the linkable pair (i, j) sharing ``shared``."""
+    cells = {a: bi.values[a] & bj.values[a] for a in model.attacked}
+    singles = {a: next(iter(s)) for a, s in cells.items() if len(s) == 1}
+    eq4 = not singles
+    eq5 = not any(a not in model.zeta for a in singles)
+    if model.attacked and len(singles) == len(model.attacked):
+        kind = "ffcorr"
+    elif not eq5:
+        kind = "pfcorr"
+    else:
+        kind = None
+    return PairFinding(i, j, shared, cells, singles, eq4, eq5, kind)
+
+
 def fcorr(st, model: SAModel) -> list:
     """eq. (3) for every linkable pair: intersections per non-delta SA, eq. (4)/(5), breach kind."""
     buckets = normalize_st(st, model)
-    out = []
-    for p in linkable_pairs(buckets, model):
-        bi, bj = buckets[p.i], buckets[p.j]
-        cells = {a: bi.values[a] & bj.values[a] for a in model.attacked}
-        singles = {a: next(iter(s)) for a, s in cells.items() if len(s) == 1}
-        eq4 = not singles
-        eq5 = not any(a not in model.zeta for a in singles)
-        if model.attacked and len(singles) == len(model.attacked):
-            kind = "ffcorr"
-        elif not eq5:
-            kind = "pfcorr"
-        else:
-            kind = None
-        out.append(PairFinding(p.i, p.j, p.shared, cells, singles, eq4, eq5, kind))
-    return out
+    return [_finding(p.i, p.j, p.shared, buckets[p.i], buckets[p.j], model)
+            for p in linkable_pairs(buckets, model)]
 
 
 def disclosures(findings, model: SAModel) -> list:
@@ -617,6 +620,54 @@ class Audit:
         return tuple(f for f in self.pairs if f.breach)
 
 
+TALLY = ("n_linkable_pairs", "n_singleton_cells", "n_identifying_singleton_cells", "n_eq4_violations",
+         "n_eq5_violations", "n_pfcorr", "n_ffcorr")
+
+
+def _tally(findings, model: SAModel) -> dict:
+    """The pair counts of the summary (keys TALLY) from the findings."""
+    return {
+        "n_linkable_pairs": len(findings),
+        "n_singleton_cells": sum(len(f.singletons) for f in findings),
+        "n_identifying_singleton_cells": sum(1 for f in findings for a in f.singletons if a not in model.zeta),
+        "n_eq4_violations": sum(1 for f in findings if not f.eq4_ok),
+        "n_eq5_violations": sum(1 for f in findings if not f.eq5_ok),
+        "n_pfcorr": sum(1 for f in findings if f.kind == "pfcorr"),
+        "n_ffcorr": sum(1 for f in findings if f.kind == "ffcorr"),
+    }
+
+
+def _summary(model: SAModel, n_buckets, n_rows, risk: PriRisk, tally: dict, n_disclosures, vul) -> dict:
+    """The json-ready summary (F12) from the pair counts, the disclosure count, the vulnerable
+    record counts and PriRisk; shared by `audit` and the vectorized `fcorr_fast.audit`."""
+    ec_risks = [g.risk for g in risk.by_ec.values()]
+    return {
+        "delta": model.delta,
+        "zeta": _sorted(model.zeta),
+        "n_buckets": n_buckets,
+        "n_gt_rows": n_rows,
+        "n_classes": len(risk.by_ec),
+        "n_linkable_pairs": tally["n_linkable_pairs"],
+        "n_intersection_cells": tally["n_linkable_pairs"] * len(model.attacked),
+        "n_singleton_cells": tally["n_singleton_cells"],
+        "n_identifying_singleton_cells": tally["n_identifying_singleton_cells"],
+        "n_eq4_violations": tally["n_eq4_violations"],
+        "n_eq5_violations": tally["n_eq5_violations"],
+        "strict_ok": tally["n_eq4_violations"] == 0,
+        "relaxed_ok": tally["n_eq5_violations"] == 0,
+        "n_pfcorr": tally["n_pfcorr"],
+        "n_ffcorr": tally["n_ffcorr"],
+        "n_breaches": tally["n_pfcorr"] + tally["n_ffcorr"],
+        "n_disclosures": n_disclosures,
+        "n_vulnerable_covered": vul.n_covered,
+        "n_vulnerable_correct": vul.n_correct,
+        "pririsk_max": max(ec_risks) if ec_risks else None,
+        "pririsk_mean": sum(ec_risks) / len(ec_risks) if ec_risks else None,
+        "pririsk_pattern_max": max((g.risk for g in risk.by_pattern.values()), default=None),
+        "n_classes_over_bound": sum(1 for g in risk.by_ec.values() if not g.within_bound),
+    }
+
+
 def audit(gt, st, model: SAModel, source=None, sizes=None) -> Audit:
     """Run the whole fcorr audit of one GT/ST release and summarise it for the release metrics."""
     buckets = normalize_st(st, model)
@@ -625,31 +676,6 @@ def audit(gt, st, model: SAModel, source=None, sizes=None) -> Audit:
     findings = fcorr(buckets, model)
     vul = _vulnerability(rows, buckets, model, source, homes, findings)
     risk = _pririsk(rows, buckets, sizes, homes)
-    ec_risks = [g.risk for g in risk.by_ec.values()]
-    summary = {
-        "delta": model.delta,
-        "zeta": _sorted(model.zeta),
-        "n_buckets": len(buckets),
-        "n_gt_rows": len(rows),
-        "n_classes": len(risk.by_ec),
-        "n_linkable_pairs": len(findings),
-        "n_intersection_cells": sum(len(f.cells) for f in findings),
-        "n_singleton_cells": sum(len(f.singletons) for f in findings),
-        "n_identifying_singleton_cells": sum(1 for f in findings for a in f.singletons
-                                             if a not in model.zeta),
-        "n_eq4_violations": sum(1 for f in findings if not f.eq4_ok),
-        "n_eq5_violations": sum(1 for f in findings if not f.eq5_ok),
-        "strict_ok": all(f.eq4_ok for f in findings),
-        "relaxed_ok": all(f.eq5_ok for f in findings),
-        "n_pfcorr": sum(1 for f in findings if f.kind == "pfcorr"),
-        "n_ffcorr": sum(1 for f in findings if f.kind == "ffcorr"),
-        "n_breaches": sum(1 for f in findings if f.breach),
-        "n_disclosures": len(vul.disclosures),
-        "n_vulnerable_covered": vul.n_covered,
-        "n_vulnerable_correct": vul.n_correct,
-        "pririsk_max": max(ec_risks) if ec_risks else None,
-        "pririsk_mean": sum(ec_risks) / len(ec_risks) if ec_risks else None,
-        "pririsk_pattern_max": max((g.risk for g in risk.by_pattern.values()), default=None),
-        "n_classes_over_bound": sum(1 for g in risk.by_ec.values() if not g.within_bound),
-    }
+    summary = _summary(model, len(buckets), len(rows), risk, _tally(findings, model),
+                       len(vul.disclosures), vul)
     return Audit(model, tuple(findings), vul, risk, summary)
