@@ -75,11 +75,15 @@ SA values): memory grows with rows * (QIs + SAs), held as small ints per SA.
 Refinement cost.  The number of linkable pairs grows with the square of the number of FBs, and
 with few-valued SAs most of them violate eq. (4) and many are stuck (no swap, no dissolve within
 c_f).  The implementation does exactly what A9/A10 say, with less work per pair: value sets are
-bit masks, a pair's status is cached per pair of FB signatures (non-delta value sets), swaps are
-evaluated on the masks they would give (once per pair of distinct SA code vectors) instead of
-being carried out and undone, only pairs whose status can have dropped are re-queued, a row of
-pairs (i, j > i) is listed only when refinement reaches FB i, and whether a dissolve would exceed
-c_f is answered from per-value free room.  The unit tests compare it with a literal reading.
+bit masks, kept also as numpy rows per FB so that the statuses of one FB against all its
+partners are one vector operation (listing a row of pairs, rechecking the pairs of FBs that
+received records, checking that a swap lowers no other pair); swaps are evaluated on the masks
+they would give (once per pair of distinct SA code vectors) instead of being carried out and
+undone; only pairs whose status can have dropped are re-queued; a row of pairs (i, j > i) is
+listed only when refinement reaches FB i; and whether a dissolve would exceed c_f is answered
+from per-value free room.  The unit tests compare it with a literal reading.  Memory beyond
+the records: per FB its masks (values / 64 words per SA), the heap of about one row of pairs,
+and the stuck pairs (one bit per pair of FBs at most).
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from itertools import combinations
+
+import numpy as np
 
 from .ck_categories import CategoryTable, Weights, category_table, weights
 
@@ -119,9 +125,10 @@ __all__ = [
 
 MODES = ("strict", "relax")
 STRICT, RELAX = 2, 1  # pair status levels (A8)
-_SPAN = 1 << 31  # pair keys: x * _SPAN + y (signature numbers, BIDs) orders like (x, y)
-_LEVEL_CACHE = 1 << 18  # most cached pair statuses kept (the cache is emptied when full)
-_SIG_SLACK = 1 << 14  # signatures of no live FB kept before `_Fbs.compact`
+_SPAN = 1 << 31  # pair keys: i * _SPAN + j (BIDs) orders like (i, j)
+_WORD = (1 << 64) - 1
+_SIG_SLACK = 1 << 14  # signatures of no live FB kept before `_Fbs._compact`
+_ONE = np.uint64(1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,9 +335,13 @@ class _Fbs:
     open[v]: those holding it fewer than c_f times; free[v]: sum over the holders of
     max(0, c_f - their count of v) (the room for v left in FBs that hold it).
 
-    A pair's status (A8) depends only on the two FBs' non-delta value sets, their signature:
-    sid[b] numbers the signature of FB b (interned), and statuses are cached per pair of
-    signature numbers (FBs often share a signature when the SAs have few values)."""
+    The same masks as numpy rows indexed by BID, for the status of one FB against many (A8):
+    nm[b] the non-delta SAs' masks as uint64 words (SA a in words off[a] .. off[a] + width[a]),
+    dm[b] the delta mask's words, live[b] whether b is a live FB.  A pair's status depends only
+    on the two FBs' non-delta masks; `levels` computes it for one row of masks against a list of
+    FBs at once (AND, then "exactly one bit" per SA), `partners` lists the FBs sharing a delta
+    value from the delta words.  BIDs are small ints, so these arrays grow with the number of
+    FBs times the mask words (values / 64 per SA), nothing per pair."""
 
     def __init__(self, codes, d, rank, zeta, c_f):
         self.codes, self.d, self.rank, self.zeta, self.c_f = codes, d, rank, zeta, c_f
@@ -339,14 +350,140 @@ class _Fbs:
         self.vec = list(zip(*codes))  # per record: its SA codes
         nd = [a for a in range(self.m) if a != d]
         self.nd = tuple(nd)
-        # positions in a signature (the nd order): a singleton in hard gives status 0, one only
-        # in soft (zeta) status 1
-        self.hard = tuple(p for p, a in enumerate(nd) if a not in zeta)
-        self.soft = tuple(p for p, a in enumerate(nd) if a in zeta)
         self.nd_hard = tuple(a for a in nd if a not in zeta)
+        self.nd_soft = tuple(a for a in nd if a in zeta)
         self.rows, self.cnt, self.mask, self.holders, self.free = {}, {}, {}, {}, {}
         self.open, self._grp = {}, {}
-        self.sid, self._ids, self._sigs, self._lc = {}, {}, [], {}
+        width = {a: max(1, (max(codes[a], default=0) + 64) // 64) for a in range(self.m)}
+        self.width, self.off, pos = width, {}, 0
+        for a in nd:
+            self.off[a] = pos
+            pos += width[a]
+        self._nw, self._dw = pos, width[d]
+        self._one_word = all(width[a] == 1 for a in nd)
+        self._starts = np.array([self.off[a] for a in nd], dtype=np.intp)
+        self._hard = np.array([p for p, a in enumerate(nd) if a not in zeta], dtype=np.intp)
+        self._soft = np.array([p for p, a in enumerate(nd) if a in zeta], dtype=np.intp)
+        self.nm = np.zeros((0, self._nw), dtype=np.uint64)
+        self.dm = np.zeros((0, self._dw), dtype=np.uint64)
+        self.live = np.zeros(0, dtype=bool)
+        # signatures (the non-delta masks) interned: sid[b] numbers FB b's, sig_rows[x] holds
+        # signature x's words; FBs with one signature have the same status against any FB
+        self.sid = np.zeros(0, dtype=np.int64)
+        self._sig_ids, self.sig_rows = {}, np.zeros((16, self._nw), dtype=np.uint64)
+
+    # ---- the numpy rows ---------------------------------------------------------------------
+
+    def words(self, mask):
+        """The non-delta masks of a per-SA mask list as one row of uint64 words."""
+        out = []
+        for a in self.nd:
+            x = mask[a]
+            for _ in range(self.width[a]):
+                out.append(x & _WORD)
+                x >>= 64
+        return np.array(out, dtype=np.uint64)
+
+    def _sync(self, b):
+        if b >= len(self.live):
+            n = max(2 * len(self.live), b + 1)
+            for name in ("nm", "dm"):
+                old = getattr(self, name)
+                new = np.zeros((n, old.shape[1]), dtype=np.uint64)
+                new[:len(old)] = old
+                setattr(self, name, new)
+            live = np.zeros(n, dtype=bool)
+            live[:len(self.live)] = self.live
+            self.live = live
+            sid = np.zeros(n, dtype=np.int64)
+            sid[:len(self.sid)] = self.sid
+            self.sid = sid
+        mask = self.mask[b]
+        key = tuple(mask[a] for a in self.nd)
+        x = self._sig_ids.get(key)
+        if x is None:
+            if len(self._sig_ids) > _SIG_SLACK + 4 * len(self.rows):
+                self._compact()
+            x = self._sig_ids[key] = len(self._sig_ids)
+            if x >= len(self.sig_rows):
+                grown = np.zeros((2 * len(self.sig_rows), self._nw), dtype=np.uint64)
+                grown[:x] = self.sig_rows[:x]
+                self.sig_rows = grown
+            self.sig_rows[x] = self.words(mask)
+        self.sid[b] = x
+        self.nm[b] = self.sig_rows[x]
+        x = self.mask[b][self.d]
+        for w in range(self._dw):
+            self.dm[b, w] = x & _WORD
+            x >>= 64
+        self.live[b] = True
+
+    def _compact(self):
+        """Forget the signatures no live FB has (moves leave them behind); renumbers the rest."""
+        keep = np.unique(self.sid[self.live])
+        new = {int(x): n for n, x in enumerate(keep.tolist())}
+        self._sig_ids = {t: new[x] for t, x in self._sig_ids.items() if x in new}
+        self.sig_rows[:len(keep)] = self.sig_rows[keep]
+        remap = np.zeros(max(len(self.sig_rows), 1), dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        self.sid[self.live] = remap[self.sid[self.live]]
+
+    def signatures(self, gs):
+        """The distinct signatures of the FBs `gs`, as rows of words."""
+        seen = np.zeros(len(self._sig_ids), dtype=bool)
+        seen[self.sid[gs]] = True
+        return self.sig_rows[np.flatnonzero(seen)]
+
+    def partners(self, b):
+        """The live FBs other than b sharing a delta value with b, ascending (an int array)."""
+        dm = self.dm
+        if self._dw == 1:
+            hit = (dm[:, 0] & dm[b, 0]) != 0
+        else:
+            hit = (dm & dm[b]).any(axis=1)
+        hit &= self.live
+        hit[b] = False
+        return np.flatnonzero(hit)
+
+    def levels(self, row, gs):
+        """Status (A8) of an FB with non-delta mask words `row` against each FB of `gs`."""
+        return self.row_levels(row, self.nm[gs])
+
+    def row_levels(self, row, rows):
+        """Status (A8) of an FB with non-delta mask words `row` against each row of words."""
+        z = rows & row
+        nz = z != 0
+        pow2 = (z & (z - _ONE)) == 0
+        if self._one_word:
+            single = nz & pow2
+        else:
+            single = ((np.add.reduceat(nz, self._starts, axis=1, dtype=np.int32) == 1)
+                      & np.logical_and.reduceat(pow2, self._starts, axis=1))
+        out = np.full(len(rows), STRICT, dtype=np.int8)
+        if len(self._soft):
+            out[single[:, self._soft].any(axis=1)] = RELAX
+        if len(self._hard):
+            out[single[:, self._hard].any(axis=1)] = 0
+        return out
+
+    def first_without(self, v, skip):
+        """The smallest live FB that does not hold delta code v and is not in `skip`."""
+        w, bit = divmod(v, 64)
+        ok = self.live & ((self.dm[:, w] >> np.uint64(bit)) & _ONE == 0)
+        ok[list(skip)] = False
+        return int(np.argmax(ok))  # the caller knows one exists
+
+    def below(self, target):
+        """Every linkable pair (i, j), i < j, below `target`, sorted."""
+        out = []
+        for i in sorted(self.rows):
+            gs = self.partners(i)
+            gs = gs[gs > i]
+            if len(gs):
+                out.extend((i, g) for g in gs[self.levels(self.nm[i], gs) < target].tolist())
+        return out
+
+    # ---- records in and out -----------------------------------------------------------------
 
     def add(self, b, rows):
         self.rows[b] = sorted(rows, key=self.rank.__getitem__)
@@ -354,7 +491,7 @@ class _Fbs:
         self.mask[b] = [0] * self.m
         for r in rows:
             self._inc(b, r)
-        self.sid[b] = self.sig_of(self.mask[b])
+        self._sync(b)
 
     def _inc(self, b, r):
         cnt, mask = self.cnt[b], self.mask[b]
@@ -403,8 +540,8 @@ class _Fbs:
         self._dec(src, r)
         insort(self.rows[dst], r, key=self.rank.__getitem__)
         self._inc(dst, r)
-        self.sid[src] = self.sig_of(self.mask[src])
-        self.sid[dst] = self.sig_of(self.mask[dst])
+        self._sync(src)
+        self._sync(dst)
         self._grp.pop(src, None)
         self._grp.pop(dst, None)
 
@@ -413,7 +550,8 @@ class _Fbs:
             self.holders[v].discard(b)
             self.open[v].discard(b)
             self.free[v] -= max(0, self.c_f - n)
-        del self.rows[b], self.cnt[b], self.mask[b], self.sid[b]
+        del self.rows[b], self.cnt[b], self.mask[b]
+        self.live[b] = False
         self._grp.pop(b, None)
 
     def groups(self, b):
@@ -437,19 +575,6 @@ class _Fbs:
     def dcount(self, b, v):
         return self.cnt[b][self.d].get(v, 0)
 
-    def partners(self, b):
-        out = set()
-        for v in self.cnt[b][self.d]:
-            out |= self.holders[v]
-        out.discard(b)
-        return out
-
-    def pairs(self):
-        out = set()
-        for bs in self.holders.values():
-            out.update(combinations(sorted(bs), 2))
-        return sorted(out)
-
     def singletons(self, i, j):
         """[(SA index, value code)] for every non-delta SA whose value sets meet in one value."""
         out = []
@@ -460,51 +585,18 @@ class _Fbs:
                 out.append((a, z.bit_length() - 1))
         return out
 
-    def sig_of(self, mask):
-        """The signature number of per-SA value masks."""
-        t = tuple(mask[a] for a in self.nd)
-        x = self._ids.get(t)
-        if x is None:
-            x = self._ids[t] = len(self._sigs)
-            self._sigs.append(t)
-        return x
-
-    def slevel(self, x, y):
-        """Status (A8) of two FBs with signature numbers x and y."""
-        key = x * _SPAN + y if x <= y else y * _SPAN + x
-        lev = self._lc.get(key)
-        if lev is None:
-            if len(self._lc) >= _LEVEL_CACHE:
-                self._lc.clear()
-            ti, tj = self._sigs[x], self._sigs[y]
-            lev = STRICT
-            for p in self.hard:
-                z = ti[p] & tj[p]
-                if z and not z & (z - 1):
-                    lev = 0
-                    break
-            else:
-                for p in self.soft:
-                    z = ti[p] & tj[p]
-                    if z and not z & (z - 1):
-                        lev = RELAX
-                        break
-            self._lc[key] = lev
-        return lev
-
     def level(self, i, j):
-        return self.slevel(self.sid[i], self.sid[j])
-
-    def compact(self):
-        """Forget the signatures no live FB has (swap trials and moves leave many behind, and
-        with SAs of many values they are long masks); renumbers them, empties the cache."""
-        keep = sorted(set(self.sid.values()))
-        new = {x: n for n, x in enumerate(keep)}
-        self._sigs = [self._sigs[x] for x in keep]
-        self._ids = {t: n for n, t in enumerate(self._sigs)}
-        for b, x in self.sid.items():
-            self.sid[b] = new[x]
-        self._lc.clear()
+        """Status (A8) of the pair (i, j) from its masks."""
+        mi, mj = self.mask[i], self.mask[j]
+        for a in self.nd_hard:
+            z = mi[a] & mj[a]
+            if z and not z & (z - 1):
+                return 0
+        for a in self.nd_soft:
+            z = mi[a] & mj[a]
+            if z and not z & (z - 1):
+                return RELAX
+        return STRICT
 
 
 def _create_fbs(order, dcode, cat, ncat, k, c, c_f):
@@ -584,8 +676,7 @@ def _placement(st, rows, gone, partner, c_f, allow_excess):
     plus those that received it from this FB already) can have a nonzero count, and of them
     only those in `open` (or among the receivers) are below c_f, so the minimum is found from
     these sets and from the first live FB outside them, without scanning every FB."""
-    live = sorted(st.rows)
-    live.remove(gone)
+    others = len(st.rows) - 1  # the live FBs but gone
     if partner is not None and (partner == gone or partner not in st.rows):
         partner = None
     d = st.d
@@ -600,12 +691,12 @@ def _placement(st, rows, gone, partner, c_f, allow_excess):
         room += [b for b in gv if st.cnt[b][d].get(v, 0) + extra[b, v] < c_f]
         if room:  # (False, False, ...): holds v, below c_f
             best = partner if partner in room else min(room)
-        elif len(held) - (gone in held) + sum(1 for b in gv if b not in held) < len(live):
+        elif len(held) - (gone in held) + sum(1 for b in gv if b not in held) < others:
             # (False, True, ...): does not hold v
             if partner is not None and partner not in held and partner not in gv:
                 best = partner
             else:
-                best = next(b for b in live if b not in held and b not in gv)
+                best = st.first_without(v, {gone, *gv})
         else:  # (True, False, ...): every live FB holds v at c_f or above
             if not allow_excess:
                 return None
@@ -681,7 +772,7 @@ class _Refiner:
         check = viol + rest
         ci, cj = st.cnt[i], st.cnt[j]
         gi, gj = st.groups(i), st.groups(j)
-        others = {}  # FB -> signature numbers of its partners, built when first needed
+        others = {}  # FB -> (its other partners' signatures, their statuses now), built when first needed
         for v in sorted(gi.keys() & gj.keys()):
             self.tick()
             lb = gj[v]
@@ -714,8 +805,9 @@ class _Refiner:
 
     def _harmless(self, i, j, va, vb, others):
         """Whether swapping a record with codes va of FB i and one with codes vb of FB j
-        (same delta value) lowers the status of no other pair of i or j (pairs are compared
-        per signature of the partner: partners with one signature have one status)."""
+        (same delta value) lowers the status of no other pair of i or j: the statuses of the
+        FB's new masks against the distinct signatures of its other partners at once, compared
+        with the current ones (computed once per `try_swap` call, in `others`)."""
         st = self.st
         ci, cj = st.cnt[i], st.cnt[j]
         ni, nj = list(st.mask[i]), list(st.mask[j])
@@ -728,17 +820,18 @@ class _Refiner:
                     ni[s] ^= 1 << xa
                 if cj[s][xb] == 1:
                     nj[s] ^= 1 << xb
-        slevel, sid = st.slevel, st.sid
+        mask = st.mask
         for new, own, other in ((ni, i, j), (nj, j, i)):
-            x, y = st.sig_of(new), sid[own]
-            if x == y:
+            if all(new[s] == mask[own][s] for s in st.nd):
                 continue  # this FB's value sets, hence its pairs, are unchanged
-            sigs = others.get(own)
-            if sigs is None:
-                sigs = others[own] = {sid[g] for g in st.partners(own) if g != other}
-            for z in sigs:
-                if slevel(x, z) < slevel(y, z):
-                    return False
+            got = others.get(own)
+            if got is None:
+                gs = st.partners(own)
+                sigs = st.signatures(gs[gs != other])
+                got = others[own] = (sigs, st.row_levels(st.nm[own], sigs))
+            sigs, before = got
+            if len(sigs) and (st.row_levels(st.words(new), sigs) < before).any():
+                return False
         return True
 
     def run(self, target, allow_excess):
@@ -754,7 +847,7 @@ class _Refiner:
         are rechecked.  So the heap holds about one row of pairs, not all of them; stuck pairs
         are bits of one bytearray per row."""
         st = self.st
-        sid, slevel, partners, rows, lc = st.sid, st.slevel, st.partners, st.rows, st._lc
+        partners, levels, rows = st.partners, st.levels, st.rows
         heap = [i * _SPAN for i in sorted(rows)]  # ascending, hence a heap
         listed = 0  # rows <= listed have been listed (cursors pop in increasing order)
         queued, stuck = set(), {}
@@ -763,21 +856,17 @@ class _Refiner:
         why = "eq. (4)" if target == STRICT else "eq. (5)"
         while heap:
             self.tick()
-            if len(st._sigs) > _SIG_SLACK + 4 * len(rows):
-                st.compact()  # (between pairs: no signature number is held here then)
             key = heappop(heap)
             i, j = divmod(key, _SPAN)
             if not j:  # the cursor of row i: list its pairs below target
                 listed = i
                 if i in rows:
-                    x = sid[i]
-                    for g in partners(i):
-                        if g > i:
-                            y = sid[g]
-                            lev = lc.get(x * _SPAN + y if x <= y else y * _SPAN + x)
-                            if (slevel(x, y) if lev is None else lev) < target:
-                                heappush(heap, key + g)
-                                queued.add(key + g)
+                    gs = partners(i)
+                    gs = gs[gs > i]
+                    if len(gs):
+                        for g in gs[levels(st.nm[i], gs) < target].tolist():
+                            heappush(heap, key + g)
+                            queued.add(key + g)
                 continue
             queued.discard(key)
             if i not in rows or j not in rows:
@@ -785,9 +874,7 @@ class _Refiner:
             row = stuck.get(i)
             if row is not None and row[j >> 3] >> (j & 7) & 1:
                 continue
-            x, y = sid[i], sid[j]
-            lev = lc.get(x * _SPAN + y if x <= y else y * _SPAN + x)
-            if (slevel(x, y) if lev is None else lev) >= target:
+            if st.level(i, j) >= target:
                 continue
             if self.try_swap(i, j, target) is not None:
                 overflows.clear()
@@ -808,22 +895,20 @@ class _Refiner:
             overflows.clear()
             for b in touched:
                 self.tick()
-                x = sid[b]
-                for g in partners(b):
+                gs = partners(b)
+                gs = gs[np.minimum(gs, b) <= listed]  # else its row's cursor stands for the pair
+                if not len(gs):
+                    continue
+                for g in gs[levels(st.nm[b], gs) < target].tolist():
                     lo, hi = (b, g) if b < g else (g, b)
-                    if lo > listed:
-                        continue  # its cursor still stands for the pair
                     p = lo * _SPAN + hi
                     if p in queued:
                         continue
                     row = stuck.get(lo)
                     if row is not None and row[hi >> 3] >> (hi & 7) & 1:
                         continue
-                    y = sid[g]
-                    lev = lc.get(x * _SPAN + y if x <= y else y * _SPAN + x)
-                    if (slevel(x, y) if lev is None else lev) < target:
-                        heappush(heap, p)
-                        queued.add(p)
+                    heappush(heap, p)
+                    queued.add(p)
 
 
 # --------------------------------------------------------------------------------------------
@@ -965,7 +1050,7 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
 
     fb = _bid_list(st, n)
     renum = {b: i for i, b in enumerate(sorted(st.rows), start=1)}
-    below = [(i, j) for i, j in st.pairs() if st.level(i, j) < STRICT]
+    below = st.below(STRICT)
     reason = None
     if below and mode == "strict":
         parts = []

@@ -822,3 +822,73 @@ def test_refinement_equals_literal_reading_mid_size(monkeypatch, n, k, mode, zet
     assert any(e[0] == "dissolve" for e in fast.events)
     assert _facts(fast) == _facts(_literal(monkeypatch, plan))
 
+
+
+def _wide_table(n, seed):
+    """A delta of 70 values and a non-delta SA of 150 (several mask words per FB), mixed with
+    few-valued skewed SAs, so refinement swaps and dissolves."""
+    rnd = __import__("random").Random(seed)
+    return [(i, (rnd.randint(20, 60), rnd.choice("MF")),
+             (i % 70 if i < 150 else rnd.choice([rnd.randint(0, 69), rnd.choice([0, 1, 64, 69])]),
+              i if i < 150 else rnd.choice([rnd.randint(0, 149), rnd.choice([0, 63, 64, 65, 149])]),
+              rnd.choices(["x", "y", "z"], [8, 1, 1])[0], rnd.choice([0, 1, 2, 3, 66, 130])))
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("n,k,c_f,mode,zeta,seed", [
+    (260, 2, 2, "strict", (), None),
+    (260, 3, 1, "strict", ("s3",), 3),
+    (300, 2, 3, "relax", ("s1",), None),
+])
+def test_refinement_equals_literal_reading_with_masks_of_several_words(monkeypatch, n, k, c_f, mode, zeta, seed):
+    recs = _wide_table(n, 5)
+    assert len({r[2][0] for r in recs}) > 64 and len({r[2][1] for r in recs}) > 128  # 2 and 3 words
+    sas = ["d", "s1", "s2", "s3"]
+
+    def plan():
+        return ck.ck_plan(recs, ["age", "sex"], sas, k, 2, c_f, "d", mode, zeta=zeta,
+                          kinds=["numeric", "categorical"], seed=seed)
+    fast = plan()
+    assert any(e[0] == "dissolve" for e in fast.events) and any(e[0] == "swap" for e in fast.events)
+    assert _facts(fast) == _facts(_literal(monkeypatch, plan))
+
+
+def test_refinement_forgetting_old_signatures_changes_nothing(monkeypatch):
+    recs = _skewed_table(240, 11)
+    sas = ["d", "s1", "s2", "s3", "s4"]
+
+    def plan():
+        return ck.ck_plan(recs, ["age", "sex"], sas, 2, 2, 2, "d", "strict", zeta=("s4",),
+                          kinds=["numeric", "categorical"])
+    base = plan()
+    with monkeypatch.context() as m:
+        m.setattr(ck, "_SIG_SLACK", 0)   # compact the signature table on almost every new one
+        assert _facts(plan()) == _facts(base)
+
+
+def test_fb_statuses_vectorized_equal_the_pairwise_ones():
+    # _Fbs.levels / below (numpy rows) against _Fbs.level (the masks) on every pair of FBs,
+    # masks of one and of several words
+    seen = set()
+    for recs in (_skewed_table(120, 2), _wide_table(150, 4)):
+        sas = list(range(len(recs[0][2])))
+        codes = [[0] * len(recs) for _ in sas]
+        for a in sas:
+            enc = {}
+            for r, rec in enumerate(recs):
+                codes[a][r] = enc.setdefault(rec[2][a], len(enc))
+        st_ = ck._Fbs(codes, 0, list(range(len(recs))), frozenset({len(sas) - 1}), 2)
+        for b in range(1, 31):
+            st_.add(b, [r for r in range(len(recs)) if r % 30 == b - 1])
+        for i in st_.rows:
+            gs = st_.partners(i)
+            assert gs.tolist() == sorted(g for g in st_.rows if g != i
+                                         and set(st_.cnt[g][0]) & set(st_.cnt[i][0]))
+            assert st_.levels(st_.nm[i], gs).tolist() == [st_.level(i, g) for g in gs.tolist()]
+            seen.update(st_.levels(st_.nm[i], gs).tolist())
+        for target in (ck.RELAX, ck.STRICT):
+            assert st_.below(target) == sorted((i, j) for i in st_.rows for j in st_.rows
+                                               if i < j and j in st_.partners(i).tolist()
+                                               and st_.level(i, j) < target)
+        assert st_.width[1] == (1 if len(recs) == 120 else 3)
+    assert seen == {0, ck.RELAX, ck.STRICT}
