@@ -36,7 +36,9 @@ L_PARAM = {"mbf": "l", "msdcf": "l", "mmdcf": "l", "anatomy": "l", "rating": "sc
            "one_m_generalization": "l", "danonyir": "l", "geneir": "l"}
 # Fixed parameters a method needs besides k and l.
 BASE_PARAMS = {"ck_anonymization": {"c": 2, "c_f": 2}, "pk_angelization": {"p": 2},
-               "danonyir": {"model": "kl"}, "geneir": {"model": "kl"}}
+               "danonyir": {"model": "kl"}, "geneir": {"model": "kl"},
+               # a comparison wants a release: suppress what Anatomy / Rating cannot group (reported)
+               "anatomy": {"eligibility": "suppress"}, "rating": {"eligibility": "suppress"}}
 # Methods that publish one sensitive attribute only, and those without `limit`.
 ONE_SA = {"danonyir", "geneir", "one_m_generalization"}
 NO_LIMIT = {"danonyir", "geneir", "one_m_generalization"}
@@ -64,12 +66,17 @@ class Settings:
         return sorted(self.ls)[len(self.ls) // 2]
 
 
-def params_for(method: str, k: int, l: int, s: Settings, **more) -> dict:
+def params_for(method: str, k: int, l: int, s: Settings, info: dict | None = None, **more) -> dict:
+    """A method's parameters at (k, l). Rating's SC is l for every attribute, capped at the
+    attribute's number of distinct values (a binary QI cannot be grouped by 3)."""
     p = dict(BASE_PARAMS.get(method, {}))
     if method in K_PARAM:
         p[K_PARAM[method]] = k
     if method in L_PARAM:
         p[L_PARAM[method]] = l
+    if method == "rating" and info:
+        published = info["qis"] + list(more.get("sensitive") or info["sas"])
+        p["sc"] = {a: max(1, min(l, info["distinct"][a])) for a in published}
     p.update(s.extra.get(method, {}))
     p.update(more)
     p.setdefault("queries", 0)  # the shared workload measures every release the same way
@@ -84,9 +91,13 @@ def dataset_info(conn, dataset: str) -> dict:
                           hint="register it with pganon.register_dataset or load one with `pganon dataset load`")
     src = conn.execute("SELECT source::regclass::text, key_column, person_column FROM pganon.dataset WHERE name = %s",
                        (dataset,)).fetchone()
-    n = conn.execute(f"SELECT count(*) FROM {src[0]}").fetchone()[0]
-    return {"dataset": dataset, "source": src[0], "key": src[1], "person": src[2], "rows": n,
-            "qis": [c for c, r, _ in rows if r == "quasi"], "sas": [c for c, r, _ in rows if r == "sensitive"]}
+    from psycopg import sql
+    qis, sas = [c for c, r, _ in rows if r == "quasi"], [c for c, r, _ in rows if r == "sensitive"]
+    counts = conn.execute(sql.SQL("SELECT count(*), {} FROM {}").format(
+        sql.SQL(", ").join(sql.SQL("count(DISTINCT {})").format(sql.Identifier(c)) for c in qis + sas),
+        sql.SQL(src[0]))).fetchone()
+    return {"dataset": dataset, "source": src[0], "key": src[1], "person": src[2], "rows": counts[0],
+            "qis": qis, "sas": sas, "distinct": dict(zip(qis + sas, counts[1:]))}
 
 
 def _publish(conn, dataset, method, params, progress):
@@ -146,7 +157,7 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
                     settings_list = [("fixed", k0, l0)]
                 for sweep, k, l in settings_list:
                     extra = {"sensitive": sas[:1]} if method in ONE_SA else {}
-                    p = params_for(method, k, l, settings, **extra)
+                    p = params_for(method, k, l, settings, info, **extra)
                     say(f"{method} {sweep} k={k} l={l}")
                     rid, wall = _publish(conn, dataset, method, p, progress)
                     row = {"method": method, "sweep": sweep, "k": k, "l": l, "params": p}
@@ -168,7 +179,7 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
                 for method in settings.methods:
                     if method in NO_LIMIT:
                         continue
-                    p = params_for(method, k0, l0, settings, limit=limit,
+                    p = params_for(method, k0, l0, settings, info, limit=limit,
                                    **({"sensitive": sas[:1]} if method in ONE_SA else {}))
                     say(f"{method} rows={limit}")
                     rid, wall = _publish(conn, dataset, method, p, progress)
@@ -196,7 +207,7 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
                             scaling.append({"axis": "sas", "method": method, "x": d, "seconds": hit["wall_seconds"],
                                             "release": hit["release"]})
                         continue
-                    p = params_for(method, k0, l0, settings, sensitive=sas[:d])
+                    p = params_for(method, k0, l0, settings, info, sensitive=sas[:d])
                     say(f"{method} d={d}")
                     rid, wall = _publish(conn, dataset, method, p, progress)
                     if rid is None:

@@ -66,6 +66,21 @@ BEGIN
   -- 1. diversity of every group per sensitive attribute (Def 10/11, or Def 7/8 for the
   -- baselines), on the ST's counts. One hash aggregate per SA (parallel-safe branches); values
   -- whose l is 1 can never violate (c * 1 <= n), so they are not aggregated.
+  -- Anatomy promises more on the SA vector: at least l rows per group, no vector twice.
+  IF lay->>'model' = 'anatomy' THEN
+    SELECT string_agg(format('%I', x), ', ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
+    EXECUTE format(
+      'SELECT count(*) FILTER (WHERE c > 1), min(format(''group %%s holds a sensitive vector %%s times'', group_id, c))
+         FROM (SELECT group_id, sum(count) AS c FROM %s GROUP BY group_id, %s) v', st, sa_cols) INTO bad, ex;
+    EXECUTE format('SELECT count(*), min(format(''group %%s has %%s rows'', group_id, n))
+                      FROM (SELECT group_id, sum(count) AS n FROM %s GROUP BY 1) g WHERE n < %s', st, lbase)
+      INTO k, detail;
+    "check" := 'anatomy'; passed := bad = 0 AND k = 0;
+    detail := CASE WHEN passed THEN format('every group has at least %s rows with pairwise distinct sensitive vectors', lbase)
+                   WHEN bad > 0 THEN format('%s repeated vector(s), e.g. %s', bad, ex)
+                   ELSE format('%s group(s) below l = %s, e.g. %s', k, lbase, detail) END;
+    RETURN NEXT;
+  END IF;
   SELECT string_agg(CASE WHEN lsl THEN format(
            'SELECT st.group_id, %L AS sa, st.%I::text AS v, sum(st.count) AS c, max(lv.l) AS l FROM %s st
               LEFT JOIN %s lv ON lv.sa = %L AND lv.value = st.%I::text
@@ -73,17 +88,19 @@ BEGIN
          ELSE format('SELECT group_id, %L AS sa, %I::text AS v, sum(count) AS c, %s AS l FROM %s
                        WHERE %s > 1 GROUP BY 1, 3', x, x, coalesce(lbase, 0), st, coalesce(lbase, 0)) END,
                     ' UNION ALL ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
-  EXECUTE format(
-    'SELECT count(*), min(format(''group %%s: %%s=%%s occurs %%s times in %%s rows, l=%%s'', v.group_id, v.sa, v.v,
-                                  v.c, stn.n, coalesce(v.l::text, ''none'')))
-       FROM (%1$s) v JOIN (SELECT group_id, sum(count) AS n FROM %2$s GROUP BY 1) stn USING (group_id)
-      WHERE v.l IS NULL OR v.c * v.l > stn.n', sa_cols, st) INTO bad, ex;
-  "check" := CASE WHEN lsl THEN 'lsl_diversity' ELSE 'l_diversity' END;
-  passed := bad = 0;
-  detail := CASE WHEN passed THEN 'every group is ' || CASE WHEN lsl THEN 'L_sl-diverse per sensitive attribute'
-                 ELSE format('%s-diverse per sensitive attribute', lbase) END
-            ELSE format('%s violation(s), e.g. %s', bad, ex) END;
-  RETURN NEXT;
+  IF lay->>'model' IS DISTINCT FROM 'anatomy' THEN
+    EXECUTE format(
+      'SELECT count(*), min(format(''group %%s: %%s=%%s occurs %%s times in %%s rows, l=%%s'', v.group_id, v.sa, v.v,
+                                    v.c, stn.n, coalesce(v.l::text, ''none'')))
+         FROM (%1$s) v JOIN (SELECT group_id, sum(count) AS n FROM %2$s GROUP BY 1) stn USING (group_id)
+        WHERE v.l IS NULL OR v.c * v.l > stn.n', sa_cols, st) INTO bad, ex;
+    "check" := CASE WHEN lsl THEN 'lsl_diversity' ELSE 'l_diversity' END;
+    passed := bad = 0;
+    detail := CASE WHEN passed THEN 'every group is ' || CASE WHEN lsl THEN 'L_sl-diverse per sensitive attribute'
+                   ELSE format('%s-diverse per sensitive attribute', lbase) END
+              ELSE format('%s violation(s), e.g. %s', bad, ex) END;
+    RETURN NEXT;
+  END IF;
 
   -- 2-4. One pass each over ST, GT and map + source. Multisets are compared through a count and
   -- a sum of 64-bit row hashes of (group_id, values): a wrong row, or a right row in the wrong
@@ -291,6 +308,8 @@ BEGIN
   ELSIF r.layout->>'family' = 'generalized' THEN
     RETURN QUERY SELECT * FROM pganon._verify_generalized(r.layout, r.source, r.source_rows,
                                                           r.suppressed_rows, r.dataset_id);
+  ELSIF r.layout->>'family' = 'rating' THEN
+    RETURN QUERY SELECT * FROM pganon._verify_rating(r.layout, r.source, r.source_rows, r.suppressed_rows, r.dataset_id);
   ELSIF r.layout->>'family' = 'person' THEN RETURN QUERY SELECT * FROM pganon._verify_person(r.layout, r.source, r.source_rows, r.suppressed_rows, r.dataset_id);
   ELSE
     RAISE EXCEPTION 'release % has an unknown layout family %', release, r.layout->>'family' USING ERRCODE = 'PA002';

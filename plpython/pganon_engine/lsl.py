@@ -81,17 +81,26 @@ def snapshot(db, ds, p):
     return r["n"]
 
 
-def build_buckets(db, ds, p):
-    """One row per distinct SA vector; returns the planner's input arrays."""
+def bucket_table(db, ds, p, order_cols=()):
+    """The bucket table: one row per distinct SA vector, numbered in first-appearance order (min
+    key), with its size and its keys in `order_cols` then key order (the FIFO the assign step
+    deals out). Returns the bucket sizes in bucket order."""
     I, sas = db.ident, p["sas"]
     sa_list = ", ".join(map(I, sas))
-    order_cols = ([q["column"] for q in qi_sort_order(db, p)] if p["qi_order"] else []) + [ds.key]
+    order = list(order_cols) + [ds.key]
     db.run(f"CREATE TEMP TABLE _pganon_bucket ON COMMIT DROP AS "
            f"SELECT (row_number() OVER (ORDER BY min({I(ds.key)})) - 1)::int AS _pganon_bucket, "
            f"{sa_list}, count(*)::int AS _pganon_size, "
-           f"array_agg({I(ds.key)} ORDER BY {', '.join(map(I, order_cols))}) AS _pganon_keys "
+           f"array_agg({I(ds.key)} ORDER BY {', '.join(map(I, order))}) AS _pganon_keys "
            f"FROM {SNAP} GROUP BY {sa_list}")
     db.run(f"ANALYZE {BUCKET}")
+    return [r["n"] for r in db.rows(f"SELECT _pganon_size AS n FROM {BUCKET} ORDER BY _pganon_bucket")]
+
+
+def build_buckets(db, ds, p):
+    """One row per distinct SA vector with its security levels; returns the planner's input arrays."""
+    I, sas = db.ident, p["sas"]
+    bucket_table(db, ds, p, [q["column"] for q in qi_sort_order(db, p)] if p["qi_order"] else [])
     sel, joins = [], []
     for j, sa in enumerate(sas):
         sel.append(f"(dense_rank() OVER (ORDER BY b.{I(sa)}) - 1)::int AS c{j}, lv{j}.level AS v{j}")

@@ -10,7 +10,8 @@ source, which only the admin reads.  Per layout family:
                                      weight n_q * n_s / |group|: the anatomy reconstruction
   linked (GT/ST with bucket links)   one class per (QI cells, bucket): the bucket's value set per SA
   rating (AT+IDT)                    one class per distinct group-label vector: a multiset per
-                                     attribute, from the ID table
+                                     attribute, from the ID table; its classes for DM and the size
+                                     distribution are the tuples sharing all QI group labels
   person one_m_generalization        not comparable here: one row per person with a generalized
                                      set of sensitive values (reason given instead)
 
@@ -222,5 +223,33 @@ def _read_linked(db, lay, names, raw, labels, rel):
     rel.group_sizes = [r["n"] for r in db.rows(f"SELECT count(*) AS n FROM {rels['gt']} GROUP BY group_id")]
 
 
+def _read_rating(db, lay, names, raw, labels, rel):
+    """AT rows by their group-label vector; each label a multiset of its group's values (IDT)."""
+    rels = lay["relations"]
+    groups = {}
+    for r in db.rows(f"SELECT attribute, group_id, value, count FROM {rels['st']}"):
+        groups.setdefault((r["attribute"], r["group_id"]), {})[r["value"]] = r["count"]
+    numeric = {n: k in ("numeric", "date") for n, k in zip(names, raw)}
+    dates = {n for n, k in zip(names, raw) if k == "date"}
+    cols = ", ".join(db.ident(n) for n in names)
+    for r in db.rows(f"SELECT {cols}, count(*) AS n FROM {rels['gt']} GROUP BY {cols}"):
+        cells = []
+        for n in names:
+            ms = groups[(n, r[n])]
+            if n in dates:
+                ms = {_days(v): m for v, m in ms.items()}
+            elif numeric[n]:
+                ms = {float(v): m for v, m in ms.items()}
+            cells.append(ms)
+        rel.add(cells, r["n"])
+    qcols = ", ".join(db.ident(q["column"]) for q in lay["qis"])
+    rel.group_sizes = [r["n"] for r in db.rows(f"SELECT count(*) AS n FROM {rels['gt']} GROUP BY {qcols}")]
+
+
+def _days(iso):
+    import datetime
+    return float((datetime.date.fromisoformat(iso) - datetime.date(1970, 1, 1)).days)
+
+
 READERS = {"generalized": _read_record_gt, "person": _read_record_gt,
-           "bucketization": _read_bucketization, "linked": _read_linked}
+           "bucketization": _read_bucketization, "linked": _read_linked, "rating": _read_rating}

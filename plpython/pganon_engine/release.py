@@ -6,14 +6,16 @@ whole publish, so a release either lands whole and verified or leaves no trace.
 
 import json
 
-from . import __version__, catalog, generalized, linked, lsl, person
+from . import __version__, anatomy, catalog, generalized, linked, lsl, person, rating_release
 from .errors import EngineError, invalid
 from .plpy_adapter import Phases
 
 # method -> the family module that runs it. A family provides parse_params(method, params, ds),
 # build(db, ds, p, rel, phases) -> (source rows, groups), layout, recorded_params and measure.
 FAMILIES = {**{name: lsl for name in lsl.METHODS}, **{name: linked for name in linked.METHODS},
-            **{name: generalized for name in generalized.METHODS}, **{name: person for name in person.METHODS}}
+            **{name: generalized for name in generalized.METHODS}, **{name: person for name in person.METHODS},
+            **{name: anatomy for name in anatomy.METHODS},
+            **{name: rating_release for name in rating_release.METHODS}}
 
 
 def relations(release_id):

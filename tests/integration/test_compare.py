@@ -43,7 +43,7 @@ def _state(conn):
             conn.execute("SELECT count(*) FROM pg_views WHERE schemaname = 'pganon_release'").fetchone()[0])
 
 
-SETTINGS = dict(methods=["mondrian", "mbf_mslf", "ck_anonymization", "mmdcf"], ks=[2, 4], ls=[2, 3],
+SETTINGS = dict(methods=["mondrian", "mbf_mslf", "ck_anonymization", "mmdcf", "anatomy", "rating"], ks=[2, 4], ls=[2, 3],
                 thetas=[0.1, 0.3], fractions=[0.5], queries=60)
 
 
@@ -55,12 +55,13 @@ def test_compare_measures_every_method_and_keeps_nothing(conn, people):
     assert conn.execute("SELECT id FROM pganon.releases WHERE dataset = %s AND is_current", (people,)).fetchone()[0] == current
     # (c,k) links buckets through a second SA: with one SA it has nothing to publish, which the
     # report names instead of stopping the comparison
-    assert [(f["method"], f["sweep"], f["x"]) for f in res["failures"]] == [("ck_anonymization", "sas", 1)]
+    assert [(f["method"], f["sweep"], f.get("x")) for f in res["failures"]] == [("ck_anonymization", "sas", 1)], res["failures"]
     runs = res["runs"]
     # k methods run at each k, l methods at each l, the others once
     assert sorted((r["method"], r["sweep"], r["k"], r["l"]) for r in runs) == sorted(
         [("mondrian", "k", 2, 3), ("mondrian", "k", 4, 3), ("ck_anonymization", "k", 2, 3), ("ck_anonymization", "k", 4, 3),
-         ("mbf_mslf", "fixed", 4, 3), ("mmdcf", "l", 4, 2), ("mmdcf", "l", 4, 3)])
+         ("mbf_mslf", "fixed", 4, 3), ("mmdcf", "l", 4, 2), ("mmdcf", "l", 4, 3), ("anatomy", "l", 4, 2),
+         ("anatomy", "l", 4, 3), ("rating", "l", 4, 2), ("rating", "l", 4, 3)])
     for r in runs:
         m = r["measures"]
         assert m["covers_all"] and m["kl_divergence"] >= 0
@@ -71,6 +72,11 @@ def test_compare_measures_every_method_and_keeps_nothing(conn, people):
     # mondrian generalizes the QIs, the bucketization methods publish them exactly
     assert by[("mondrian", 2, 3)]["ncp_percent"] > 0 and by[("mbf_mslf", 4, 3)]["ncp_percent"] == 0
     assert by[("mondrian", 4, 3)]["ncp_percent"] >= by[("mondrian", 2, 3)]["ncp_percent"]
+    # Rating groups every attribute, QIs included; anatomy keeps them exact
+    assert by[("rating", 4, 3)]["ncp_percent"] > by[("rating", 4, 2)]["ncp_percent"] > 0
+    assert by[("anatomy", 4, 3)]["ncp_percent"] == 0
+    # a larger l makes an attacker less sure of the sensitive values
+    assert by[("anatomy", 4, 3)]["confidence"]["disease"]["max"] < by[("anatomy", 4, 2)]["confidence"]["disease"]["max"] + 1e-9
     # the fcorr audit the (c,k) release keeps is carried along
     assert by[("ck_anonymization", 4, 3)]["metrics"]["audit"]["n_vulnerable_correct"] == 0
     axes = {(s["axis"], s["method"]) for s in res["scaling"]}
@@ -103,7 +109,7 @@ def test_compare_report_renders_every_plot_in_a_browser(conn, people, tmp_path):
         assert p["width"] >= 400 and p["height"] >= 250, p
         assert p["marks"] > 0 and p["drawn"] == p["marks"], p
     q = next(p for p in plots if p["title"] == "Query error against selectivity")
-    assert q["marks"] == 2 * 4 and q["lines"] == 4  # two selectivities for each of the four methods
+    assert q["marks"] == 2 * 6 and q["lines"] == 6  # two selectivities for each of the six methods
 
 
 def test_release_report_shows_checks_costs_and_attack(conn, people, tmp_path):

@@ -1,0 +1,201 @@
+"""Rating releases (Liu, Luo & Huang 2011; spec 003 §2.4, A17-A19): every published attribute,
+QIs and SAs alike, is bucketized on its own into groups of at least SC_i pairwise-distinct
+values; the Attribute Table (AT) links a tuple to one group per attribute, the ID Table (IDT)
+lists each group's values.  An adversary links a tuple to its value of A_i with probability at
+most 1 / SC_i.
+
+Relations (admin-only map; AT and IDT exposed as <dataset>_gt and <dataset>_st):
+  map  (key, tk)                          the pseudonymous tuple number of each published row
+  AT   (tk, one int column per attribute) the group of the tuple's value, per attribute
+  IDT  (attribute, group_id, value, count) each group's values (a multiset, one row per value)
+
+The pipeline steps:
+  snapshot     the key, QIs and SAs (`lsl.snapshot`)
+  plan         per attribute: the value counts in first-appearance order -> `anatomize.plan`
+               with size SC_i (memory ~ values + runs, never rows)
+  assign       per attribute, the runs deal each value's rows (key order, FIFO) to groups, set-
+               based (`width_bucket` over run starts, as `lsl._assign_fifo` does)
+  materialize  AT and IDT
+  measure      groups per attribute, suppression, NCP% of the QI groups
+
+Decisions:
+
+- R1  SC: `sc` is one integer for every attribute or an object {column: SC} (others default
+      to 2, the paper's fixture value); SC = 1 publishes the attribute ungrouped (groups of one).
+- R2  Deterministic by default (spec §4.7): ties to the first-appearing value, residues to the
+      last-created group without the value, rows FIFO by key; `seed` makes ties and residues
+      random (seeded) and deals each value's rows in a seeded random order.
+- R3  Eligibility (A19): a value in more than n / SC_i rows makes the attribute ineligible: an
+      error naming attribute and value unless `eligibility = 'suppress'`.  A row suppressed for
+      one attribute is suppressed whole, which changes the other attributes' counts, so planning
+      repeats on the remaining rows until no attribute needs to suppress.
+- R4  Group order (anatomize N7): 'creation' (default, faithful: a value's rows, FIFO, meet the
+      groups in the order the algorithm makes them, which is how §4.7 pairs the tuples) or
+      'compact' (the same value sets per group, fewer runs on large tables, other tuple pairs).
+- R5  The tuple number tk is the published rows' rank in key order (1..n): it carries no key.
+"""
+
+import numpy as np
+
+from . import anatomize, lsl
+from . import params as P
+from .errors import EngineError, invalid, unsatisfiable
+
+METHODS = ("rating",)
+PARAMS = {"sc", "d", "sensitive", "seed", "eligibility", "order", "limit"} | P.WORKLOAD_PARAMS
+SNAP = lsl.SNAP
+KEEP = "pg_temp._pganon_rkeep"
+MAX_ROUNDS = 20
+
+
+def parse_params(method, params, ds):
+    P.unknown_params(method, params, PARAMS)
+    qis, sas = P.quasi_columns(ds), P.sensitive_columns(params, ds)
+    attrs = [q["column"] for q in qis] + sas
+    sc = params.get("sc", 2)
+    if isinstance(sc, dict):
+        bad = sorted(set(sc) - set(attrs))
+        if bad:
+            raise invalid(f"sc names {bad}, which rating does not publish", hint=f"published attributes: {attrs}")
+        per = {a: P.integer({"sc": sc.get(a, 2)}, "sc", 1) for a in attrs}
+    else:
+        v = P.integer({"sc": sc}, "sc", 1)
+        per = {a: v for a in attrs}
+    seed = P.integer(params, "seed", 0)
+    return {"method": method, "qis": qis, "sas": sas, "attrs": attrs, "sc": per, "seed": seed,
+            "eligibility": P.choice(params, "eligibility", anatomize.ELIGIBILITY, "error"),
+            "order": P.choice(params, "order", anatomize.ORDERS, "creation"),
+            "limit": P.integer(params, "limit", 1)}
+
+
+def _counts(db, p, col):
+    """(values in first-appearance order, their row counts) of one attribute over the kept rows."""
+    I = db.ident
+    rows = db.rows(f"SELECT s.{I(col)}::text AS v, count(*) AS n FROM {SNAP} s JOIN {KEEP} k USING (_pganon_k) "
+                   f"GROUP BY 1 ORDER BY min(s._pganon_k)")
+    return [r["v"] for r in rows], [int(r["n"]) for r in rows]
+
+
+def plan(db, ds, p):
+    """Plans per attribute on the kept rows; suppression repeats until stable (R3)."""
+    I = db.ident
+    db.run(f"ALTER TABLE {SNAP} ADD COLUMN _pganon_k bigint")
+    db.run(f"UPDATE {SNAP} s SET _pganon_k = x.r FROM (SELECT {I(ds.key)} AS key, row_number() OVER (ORDER BY "
+           f"{I(ds.key)}) AS r FROM {SNAP}) x WHERE s.{I(ds.key)} = x.key")
+    db.run(f"CREATE TEMP TABLE _pganon_rkeep ON COMMIT DROP AS SELECT _pganon_k FROM {SNAP}")
+    tick = db.interruptible()
+    random_rules = p["seed"] is not None
+    for _ in range(MAX_ROUNDS):
+        plans, drop = {}, []
+        for col in p["attrs"]:
+            values, sizes = _counts(db, p, col)
+            try:
+                pl = anatomize.plan(sizes, p["sc"][col], tie="random" if random_rules else "first",
+                                    residue="random" if random_rules else "last", seed=p["seed"],
+                                    eligibility=p["eligibility"], order=p["order"], tick=tick)
+            except EngineError as exc:
+                if exc.sqlstate != "PA005":
+                    raise
+                worst = max(range(len(sizes)), key=lambda b: sizes[b])
+                raise unsatisfiable(f"rating: {col} = {values[worst]!r} occurs in {sizes[worst]} of {sum(sizes)} rows, "
+                                    f"more than n / SC = {sum(sizes) / p['sc'][col]:.1f} (SC = {p['sc'][col]})",
+                                    hint="lower its SC (sc => {\"" + col + "\": ...}), or publish with eligibility => "
+                                         "'suppress'") from None
+            plans[col] = (values, sizes, pl)
+            for b, n in enumerate(pl.suppressed):
+                if n:
+                    drop.append((col, values[b], sizes[b] - n))
+        if not drop:
+            return plans
+        # suppress the rows past each capped value's first `keep` (FIFO), for every attribute
+        for col, value, keep in drop:
+            db.run(f"DELETE FROM {KEEP} k USING (SELECT _pganon_k FROM (SELECT s._pganon_k, row_number() OVER "
+                   f"(ORDER BY s._pganon_k) AS r FROM {SNAP} s JOIN {KEEP} USING (_pganon_k) WHERE s.{I(col)}::text = $1) x "
+                   f"WHERE x.r > $2) d WHERE k._pganon_k = d._pganon_k", [value, keep], ["text", "int8"])
+    raise unsatisfiable(f"rating: suppression did not settle in {MAX_ROUNDS} rounds",
+                        hint="lower the SC values")
+
+
+def assign(db, ds, p, plans, rel):
+    """The map (key, tk) and one group per (tuple, attribute), set-based per attribute."""
+    I = db.ident
+    db.run(f"CREATE TABLE {rel['map']} AS SELECT s.{I(ds.key)}, (row_number() OVER (ORDER BY s._pganon_k))::int AS tk, "
+           f"s._pganon_k FROM {SNAP} s JOIN {KEEP} USING (_pganon_k)")
+    db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({I(ds.key)})")
+    db.run("CREATE TEMP TABLE _pganon_rgroup (attr int, tk int, g int) ON COMMIT DROP")
+    order = (f"hashtext(s._pganon_k::text || ':' || {int(p['seed'])})" if p["seed"] is not None else "s._pganon_k")
+    for a, col in enumerate(p["attrs"]):
+        values, sizes, pl = plans[col]
+        rb, rs, rg, rc = lsl.run_columns(pl)
+        offsets = np.cumsum(np.asarray(sizes, dtype=np.int64)) - np.asarray(sizes, dtype=np.int64)
+        start = offsets[rb] + rs
+        o = np.argsort(start, kind="stable")
+        db.run("INSERT INTO pg_temp._pganon_rgroup "
+               "WITH r AS MATERIALIZED (SELECT $1::text::int4[] AS s, $2::text::int4[] AS g, $3::text::int4[] AS c), "
+               "     v AS (SELECT * FROM unnest($4::text[]) WITH ORDINALITY AS u(v, b)), "
+               f"    x AS (SELECT m.tk, (v.b - 1 + 0)::int AS b, (row_number() OVER (PARTITION BY v.b ORDER BY {order}) - 1)::int AS o "
+               f"          FROM {rel['map']} m JOIN {SNAP} s USING (_pganon_k) JOIN v ON v.v = s.{I(col)}::text) "
+               f"SELECT {a}, x.tk, (r.g[w.i] + (off.o + x.o - r.s[w.i]))::int "
+               "FROM r, x JOIN (SELECT b - 1 AS b, o FROM unnest($5::text::int8[]) WITH ORDINALITY AS t(o, b)) off ON off.b = x.b, "
+               "LATERAL (SELECT width_bucket((off.o + x.o)::int, r.s)) AS w(i) "
+               "WHERE w.i > 0 AND off.o + x.o < r.s[w.i] + r.c[w.i]",
+               [lsl.pg_array(start[o]), lsl.pg_array(rg[o]), lsl.pg_array(rc[o]), values, lsl.pg_array(offsets)],
+               ["text", "text", "text", "text[]", "text"])
+    db.run("ANALYZE pg_temp._pganon_rgroup")
+
+
+def materialize(db, ds, p, rel):
+    I = db.ident
+    cols = ", ".join(f"max(g) FILTER (WHERE attr = {a}) AS {I(c)}" for a, c in enumerate(p["attrs"]))
+    db.run(f"CREATE TABLE {rel['gt']} AS SELECT tk, {cols} FROM pg_temp._pganon_rgroup GROUP BY tk ORDER BY tk")
+    parts = [f"SELECT {db.literal(c)}::text AS attribute, g.g AS group_id, s.{I(c)}::text AS value "
+             f"FROM pg_temp._pganon_rgroup g JOIN {rel['map']} m USING (tk) JOIN {SNAP} s USING (_pganon_k) "
+             f"WHERE g.attr = {a}" for a, c in enumerate(p["attrs"])]
+    db.run(f"CREATE TABLE {rel['st']} AS SELECT attribute, group_id, value, count(*)::int AS count "
+           f"FROM ({' UNION ALL '.join(parts)}) x GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+    db.run(f"ALTER TABLE {rel['map']} DROP COLUMN _pganon_k")
+    for r in ("gt", "st", "map"):
+        db.run(f"ANALYZE {rel[r]}")
+
+
+def build(db, ds, p, rel, phases):
+    source_rows = phases.run("snapshot", lsl.snapshot, db, ds, p)
+    plans = phases.run("plan", plan, db, ds, p)
+    phases.run("assign", assign, db, ds, p, plans, rel)
+    phases.run("materialize", materialize, db, ds, p, rel)
+    p["groups_per_attribute"] = {c: plans[c][2].n_groups for c in p["attrs"]}
+    return source_rows, max(p["groups_per_attribute"].values())
+
+
+def recorded_params(params, p):
+    return dict(params, sc=p["sc"], seed=p["seed"], eligibility=p["eligibility"], order=p["order"])
+
+
+def layout(ds, p, rel):
+    return {"family": "rating", "model": "rating", "method": p["method"], "key": ds.key,
+            "qis": [{"column": q["column"], "kind": q["kind"]} for q in p["qis"]], "sas": p["sas"],
+            "sc": p["sc"], "relations": {k: rel[k] for k in ("gt", "st", "map")}}
+
+
+def measure(db, ds, p, rel, lay, source_rows):
+    """Groups per attribute, suppression and NCP% of the QI groups (a numeric group's value span
+    over the domain's, a categorical group's distinct values over the domain's; 0 for one value)."""
+    I = db.ident
+    published = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
+    terms = []
+    for q in p["qis"]:
+        c = q["column"]
+        if q["kind"] in ("numeric",):
+            dom = f"(SELECT max({I(c)}::float8) - min({I(c)}::float8) FROM {SNAP})"
+            span = "(max(value::float8) - min(value::float8))"
+        else:
+            dom = f"(SELECT count(DISTINCT {I(c)}) FROM {SNAP})::float8"
+            span = "CASE WHEN count(*) > 1 THEN count(*) ELSE 0 END"
+        terms.append(f"SELECT sum(n * CASE WHEN d > 0 THEN s / d ELSE 0 END) AS t FROM (SELECT sum(count) AS n, "
+                     f"{span}::float8 AS s, {dom} AS d FROM {rel['st']} WHERE attribute = {db.literal(c)} "
+                     f"GROUP BY group_id) x")
+    total = sum(float(db.one(t)["t"] or 0) for t in terms)
+    ncp = 100.0 * total / (published * len(p["qis"])) if published and p["qis"] else 0.0
+    return {"published_rows": published, "suppressed_rows": source_rows - published,
+            "sr": (source_rows - published) / source_rows, "ncp_percent": ncp,
+            "groups_per_attribute": p["groups_per_attribute"], "sc": p["sc"]}
