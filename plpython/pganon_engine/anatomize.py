@@ -461,7 +461,7 @@ def _kth_free(intervals, k):
     return g
 
 
-def _residues(runs, left, eff, n_groups, size, residue, rng, find_last):
+def _residues(runs, left, eff, n_groups, residue, rng, find_last):
     placed = 0
     for v, s in enumerate(left):
         if s == 0:
@@ -482,7 +482,7 @@ def _residues(runs, left, eff, n_groups, size, residue, rng, find_last):
     return placed
 
 
-def _empty_plan(B, suppressed):
+def _empty_plan(suppressed):
     return Plan(0, Repeat(0, 0), array("q"), array("q"), array("q"), suppressed, 0, 0,
                 sum(suppressed))
 
@@ -500,7 +500,7 @@ def plan(sizes, size, *, tie="first", seed=None, residue="last", eligibility="er
     B = len(sizes)
     eff, suppressed = _eligible(sizes, size, eligibility)
     if sum(eff) == 0:
-        return _empty_plan(B, suppressed)
+        return _empty_plan(suppressed)
     stretches, G, left = _stretches(eff, size, prio, tick)
     runs = _Runs(B)
     if order == "compact":
@@ -514,7 +514,7 @@ def plan(sizes, size, *, tie="first", seed=None, residue="last", eligibility="er
         def gid(k, r):
             return stretches[k].first + r
 
-    placed = _residues(runs, left, eff, G, size, residue, rng,
+    placed = _residues(runs, left, eff, G, residue, rng,
                        lambda v: _last_eligible(stretches, v, gid))
     return Plan(n_groups=G, group_l=Repeat(size, G), run_bucket=runs.rb, run_group=runs.rg,
                 run_count=runs.rc, suppressed=suppressed, main_picks=G * size,
@@ -542,7 +542,7 @@ def plan_reference(sizes, size, *, tie="first", seed=None, residue="last", eligi
     def last(v):
         return max((g for g, m in enumerate(groups) if v not in m), default=-1)
 
-    placed = _residues(runs, cur, eff, len(groups), size, residue, rng, last)
+    placed = _residues(runs, cur, eff, len(groups), residue, rng, last)
     return Plan(n_groups=len(groups), group_l=Repeat(size, len(groups)), run_bucket=runs.rb,
                 run_group=runs.rg, run_count=runs.rc, suppressed=suppressed,
                 main_picks=len(groups) * size, residual_placed=placed,

@@ -42,7 +42,6 @@ Decisions:
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
