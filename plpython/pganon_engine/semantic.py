@@ -21,8 +21,9 @@ Decisions (spec items in brackets):
 
 - S1  Rules are plain data: ``{"id", "sa", "op", "category"}`` with ``"values": [...]`` for
       ``in``, ``"low"``/``"high"`` for ``between`` (inclusive), ``"value"`` for ``>``, ``>=``,
-      ``<``, ``<=``, ``=`` (``"value"`` is accepted for ``=`` and ``in`` too).  Ids are unique
-      text; every rule's SA must be an SA of the classes [A12].
+      ``<``, ``<=``, ``=`` (``"value"`` is accepted for ``in`` too, and ``"values"`` for every
+      op: [low, high] or [value], the shape of the catalog's ``pganon.semantic_rule`` rows).
+      Ids are unique text; every rule's SA must be an SA of the classes [A12].
 - S2  A value satisfies a predicate by the stored value [A13]: numerically when both sides are
       numbers (ints, Decimals, finite floats read through their shortest repr, or text that
       reads as a number, so "150" equals 150 and 0.5 is 1/2 exactly); as text (``str``) when
@@ -153,17 +154,28 @@ def parse_rules(rules):
             if op not in OPS:
                 raise errors.invalid(f"rule {rid if rid is not None else pos}: unknown op {op!r}",
                                      hint=f"ops: {', '.join(OPS)}")
+            vals = r.get("values")
+            if op != "in" and vals is not None:  # the catalog's (predicate, vals text[]) shape
+                if isinstance(vals, (str, bytes)) or not hasattr(vals, "__iter__"):
+                    raise errors.invalid(f"rule {rid}: values must be a list, got {vals!r}")
+                vals = list(vals)
+                need = 2 if op == "between" else 1
+                if len(vals) != need:
+                    raise errors.invalid(f"rule {rid}: '{op}' needs {need} value(s), got {len(vals)}")
             if op == "between":
-                if "low" not in r or "high" not in r:
+                if vals is not None:
+                    value = (vals[0], vals[1])
+                elif "low" in r and "high" in r:
+                    value = (r["low"], r["high"])
+                else:
                     raise errors.invalid(f"rule {rid}: 'between' needs low and high")
-                value = (r["low"], r["high"])
             elif op == "in":
                 vals = r.get("values", r.get("value"))
                 if isinstance(vals, (str, bytes)) or not hasattr(vals, "__iter__"):
                     raise errors.invalid(f"rule {rid}: 'in' needs a list of values, got {vals!r}")
                 value = tuple(vals)
             else:
-                value = r.get("value")
+                value = vals[0] if vals is not None else r.get("value")
             rule = Rule(rid, sa, op, value, r.get("category"))
         _check_rule(rule, pos)
         if rule.id in seen:

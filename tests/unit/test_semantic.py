@@ -184,6 +184,17 @@ def test_rule_predicates(r, value, expected):
     assert rule(**r).matches(value) is expected
 
 
+def test_rules_in_the_catalog_shape():
+    """pganon.semantic_rule rows hold (predicate, vals text[]): between {low, high}, one value
+    for the comparisons; text bounds compare with numbers as numbers (S2)."""
+    between = rule(op="between", values=["150", "200"])
+    assert between.value == ("150", "200") and between.matches(150) and not between.matches(201)
+    assert rule(op=">", values=["0.5"]).matches("1")
+    with pytest.raises(EngineError) as e:
+        rule(op="between", values=["150"])
+    assert e.value.sqlstate == "PA002" and "'between' needs 2 value(s)" in str(e.value)
+
+
 # --------------------------------------------------------------------------------------------
 # Properties
 # --------------------------------------------------------------------------------------------
