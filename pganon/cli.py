@@ -305,7 +305,9 @@ def cmd_compare(args):
             extra.setdefault(method, {})[key] = json.loads(value)
         except ValueError:
             extra.setdefault(method, {})[key] = value
-    settings = compare.Settings(methods=split(args.methods) if args.methods else list(compare.DEFAULT_METHODS),
+    entries = split(args.methods) if args.methods else list(compare.DEFAULT_METHODS)
+    aliases = {e.split("=", 1)[0]: e.split("=", 1)[1] for e in entries if "=" in e}
+    settings = compare.Settings(methods=[e.split("=", 1)[0] for e in entries], aliases=aliases,
                                 ks=_ints(args.k), ls=_ints(args.l), thetas=_floats(args.thetas),
                                 fractions=_floats(args.rows), sa_counts=_ints(args.sas) if args.sas else None,
                                 queries=args.queries, seed=args.seed, extra=extra)
@@ -427,7 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compare", parents=[common],
                        help="publish several methods on the same rows and write an HTML report (nothing is kept)")
     s.add_argument("dataset")
-    s.add_argument("--methods", default=None, metavar="M1,M2", help="methods to compare (default: seven from all families)")
+    s.add_argument("--methods", default=None, metavar="M1,M2",
+                   help="methods to compare (default: seven from all families); LABEL=METHOD runs a method "
+                        "under another name, e.g. mondrian_l=mondrian -p 'mondrian_l.privacy={\"model\": ...}'")
     s.add_argument("--k", default="5,10,20", metavar="K1,K2", help="k values; the middle one is the default setting")
     s.add_argument("--l", default="2,3,4", metavar="L1,L2", help="l values (c, p, Rating's SC); the middle one is the default")
     s.add_argument("--thetas", default="0.05,0.1,0.2", metavar="T1,T2", help="selectivities of the shared workload")

@@ -55,7 +55,11 @@ class Settings:
     sa_counts: list | None = None   # None: 1 .. number of SAs
     queries: int = 1000
     seed: int = 0
-    extra: dict = field(default_factory=dict)   # method -> extra params
+    extra: dict = field(default_factory=dict)   # method (or label) -> extra params
+    aliases: dict = field(default_factory=dict)  # label -> method, to run one method twice
+
+    def method(self, label: str) -> str:
+        return self.aliases.get(label, label)
 
     @property
     def k0(self):
@@ -66,9 +70,10 @@ class Settings:
         return sorted(self.ls)[len(self.ls) // 2]
 
 
-def params_for(method: str, k: int, l: int, s: Settings, info: dict | None = None, **more) -> dict:
+def params_for(label: str, k: int, l: int, s: Settings, info: dict | None = None, **more) -> dict:
     """A method's parameters at (k, l). Rating's SC is l for every attribute, capped at the
     attribute's number of distinct values (a binary QI cannot be grouped by 3)."""
+    method = s.method(label)
     p = dict(BASE_PARAMS.get(method, {}))
     if method in K_PARAM:
         p[K_PARAM[method]] = k
@@ -77,7 +82,8 @@ def params_for(method: str, k: int, l: int, s: Settings, info: dict | None = Non
     if method == "rating" and info:
         published = info["qis"] + list(more.get("sensitive") or info["sas"])
         p["sc"] = {a: max(1, min(l, info["distinct"][a])) for a in published}
-    p.update(s.extra.get(method, {}))
+    p.update(s.extra.get(method, {}) if label == method else {})
+    p.update(s.extra.get(label, {}))
     p.update(more)
     p.setdefault("queries", 0)  # the shared workload measures every release the same way
     return p
@@ -147,7 +153,8 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
         with conn.transaction(force_rollback=True):
             k0, l0 = settings.k0, settings.l0
             sas = info["sas"]
-            for method in settings.methods:
+            for label in settings.methods:
+                method = settings.method(label)
                 settings_list = []
                 if method in K_PARAM:
                     settings_list += [("k", k, l0) for k in settings.ks]
@@ -157,10 +164,10 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
                     settings_list = [("fixed", k0, l0)]
                 for sweep, k, l in settings_list:
                     extra = {"sensitive": sas[:1]} if method in ONE_SA else {}
-                    p = params_for(method, k, l, settings, info, **extra)
-                    say(f"{method} {sweep} k={k} l={l}")
+                    p = params_for(label, k, l, settings, info, **extra)
+                    say(f"{label} {sweep} k={k} l={l}")
                     rid, wall = _publish(conn, dataset, method, p, progress)
-                    row = {"method": method, "sweep": sweep, "k": k, "l": l, "params": p}
+                    row = {"method": label, "sweep": sweep, "k": k, "l": l, "params": p}
                     if rid is None:
                         failures.append({**row, "error": wall})
                         continue
@@ -176,17 +183,18 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
                 limit = max(1, int(round(f * n)))
                 scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": limit,
                                 "seconds": round(_ctas_seconds(conn, info, all_cols, limit), 4)})
-                for method in settings.methods:
+                for label in settings.methods:
+                    method = settings.method(label)
                     if method in NO_LIMIT:
                         continue
-                    p = params_for(method, k0, l0, settings, info, limit=limit,
+                    p = params_for(label, k0, l0, settings, info, limit=limit,
                                    **({"sensitive": sas[:1]} if method in ONE_SA else {}))
-                    say(f"{method} rows={limit}")
+                    say(f"{label} rows={limit}")
                     rid, wall = _publish(conn, dataset, method, p, progress)
                     if rid is None:
-                        failures.append({"method": method, "sweep": "rows", "x": limit, "params": p, "error": wall})
+                        failures.append({"method": label, "sweep": "rows", "x": limit, "params": p, "error": wall})
                         continue
-                    scaling.append({"axis": "rows", "method": method, "x": limit, "seconds": round(wall, 4),
+                    scaling.append({"axis": "rows", "method": label, "x": limit, "seconds": round(wall, 4),
                                     "release": rid})
             scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": n,
                             "seconds": round(_ctas_seconds(conn, info, all_cols), 4)})
@@ -198,22 +206,23 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
             for d in sorted(set(counts)):
                 if not 1 <= d <= len(sas):
                     continue
-                for method in settings.methods:
+                for label in settings.methods:
+                    method = settings.method(label)
                     if method in ONE_SA and d > 1:
                         continue
                     if d == len(sas) or (method in ONE_SA and d == 1):
-                        hit = next((r for r in runs if r["method"] == method and r["default"]), None)
+                        hit = next((r for r in runs if r["method"] == label and r["default"]), None)
                         if hit:
-                            scaling.append({"axis": "sas", "method": method, "x": d, "seconds": hit["wall_seconds"],
+                            scaling.append({"axis": "sas", "method": label, "x": d, "seconds": hit["wall_seconds"],
                                             "release": hit["release"]})
                         continue
-                    p = params_for(method, k0, l0, settings, info, sensitive=sas[:d])
-                    say(f"{method} d={d}")
+                    p = params_for(label, k0, l0, settings, info, sensitive=sas[:d])
+                    say(f"{label} d={d}")
                     rid, wall = _publish(conn, dataset, method, p, progress)
                     if rid is None:
-                        failures.append({"method": method, "sweep": "sas", "x": d, "params": p, "error": wall})
+                        failures.append({"method": label, "sweep": "sas", "x": d, "params": p, "error": wall})
                         continue
-                    scaling.append({"axis": "sas", "method": method, "x": d, "seconds": round(wall, 4), "release": rid})
+                    scaling.append({"axis": "sas", "method": label, "x": d, "seconds": round(wall, 4), "release": rid})
             say(f"measuring {len(runs)} releases on one shared workload")
             ids = [r["release"] for r in runs]
             measured = {}
@@ -232,7 +241,7 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
     return {"dataset": info, "settings": {"methods": settings.methods, "ks": settings.ks, "ls": settings.ls,
                                           "k0": settings.k0, "l0": settings.l0, "thetas": settings.thetas,
                                           "fractions": settings.fractions, "queries": settings.queries,
-                                          "seed": settings.seed, "extra": settings.extra},
+                                          "seed": settings.seed, "extra": settings.extra, "aliases": settings.aliases},
             "runs": runs, "scaling": scaling, "failures": failures, "workload": workload,
             "seconds": round(time.perf_counter() - started, 2),
             "created": time.strftime("%Y-%m-%d %H:%M:%S"), "version": _version(conn)}
