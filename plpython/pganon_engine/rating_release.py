@@ -24,11 +24,13 @@ Decisions:
       to 2, the paper's fixture value); SC = 1 publishes the attribute ungrouped (groups of one).
 - R2  Deterministic by default (spec §4.7): ties to the first-appearing value, residues to the
       last-created group without the value, rows FIFO by key; `seed` makes ties and residues
-      random (seeded) and deals each value's rows in a seeded random order.
+      random (`rating.plan_attributes` seeds attribute i with "seed/i") and deals each value's
+      rows in a seeded random order.
 - R3  Eligibility (A19): a value in more than n / SC_i rows makes the attribute ineligible: an
       error naming attribute and value unless `eligibility = 'suppress'`.  A row suppressed for
-      one attribute is suppressed whole, which changes the other attributes' counts, so planning
-      repeats on the remaining rows until no attribute needs to suppress.
+      one attribute is suppressed whole, which changes the other attributes' counts, so the
+      first ineligible attribute is capped (`anatomize.eligibility_cap`, its last rows leave)
+      and every count is taken again, until all attributes are eligible.
 - R4  Group order (anatomize N7): 'creation' (default, faithful: a value's rows, FIFO, meet the
       groups in the order the algorithm makes them, which is how §4.7 pairs the tuples) or
       'compact' (the same value sets per group, fewer runs on large tables, other tuple pairs).
@@ -37,7 +39,7 @@ Decisions:
 
 import numpy as np
 
-from . import anatomize, lsl
+from . import anatomize, lsl, rating
 from . import params as P
 from .errors import EngineError, invalid, unsatisfiable
 
@@ -45,7 +47,7 @@ METHODS = ("rating",)
 PARAMS = {"sc", "d", "sensitive", "seed", "eligibility", "order", "limit"} | P.WORKLOAD_PARAMS
 SNAP = lsl.SNAP
 KEEP = "pg_temp._pganon_rkeep"
-MAX_ROUNDS = 20
+MAX_ROUNDS = 200
 
 
 def parse_params(method, params, ds):
@@ -77,43 +79,48 @@ def _counts(db, p, col):
 
 
 def plan(db, ds, p):
-    """Plans per attribute on the kept rows; suppression repeats until stable (R3)."""
+    """`rating.plan_attributes` on the value counts of the kept rows; with eligibility 'suppress'
+    the first ineligible attribute's excess rows are suppressed whole and every count is taken
+    again, until all attributes are eligible (R3)."""
     I = db.ident
     db.run(f"ALTER TABLE {SNAP} ADD COLUMN _pganon_k bigint")
     db.run(f"UPDATE {SNAP} s SET _pganon_k = x.r FROM (SELECT {I(ds.key)} AS key, row_number() OVER (ORDER BY "
            f"{I(ds.key)}) AS r FROM {SNAP}) x WHERE s.{I(ds.key)} = x.key")
     db.run(f"CREATE TEMP TABLE _pganon_rkeep ON COMMIT DROP AS SELECT _pganon_k FROM {SNAP}")
     tick = db.interruptible()
-    random_rules = p["seed"] is not None
     for _ in range(MAX_ROUNDS):
-        plans, drop = {}, []
+        counts = {col: _counts(db, p, col) for col in p["attrs"]}
+        over = None
         for col in p["attrs"]:
-            values, sizes = _counts(db, p, col)
+            values, sizes = counts[col]
+            cap = anatomize.eligibility_cap(sizes, p["sc"][col])
+            if max(sizes, default=0) > cap:
+                over = (col, values, sizes, cap)
+                break
+        if over is None:
             try:
-                pl = anatomize.plan(sizes, p["sc"][col], tie="random" if random_rules else "first",
-                                    residue="random" if random_rules else "last", seed=p["seed"],
-                                    eligibility=p["eligibility"], order=p["order"], tick=tick)
+                attrs = rating.plan_attributes([counts[c][1] for c in p["attrs"]], [p["sc"][c] for c in p["attrs"]],
+                                               names=p["attrs"], tie="random" if p["seed"] is not None else "first",
+                                               residue="random" if p["seed"] is not None else "last", seed=p["seed"],
+                                               order=p["order"], tick=tick)
             except EngineError as exc:
-                if exc.sqlstate != "PA005":
-                    raise
-                worst = max(range(len(sizes)), key=lambda b: sizes[b])
-                raise unsatisfiable(f"rating: {col} = {values[worst]!r} occurs in {sizes[worst]} of {sum(sizes)} rows, "
-                                    f"more than n / SC = {sum(sizes) / p['sc'][col]:.1f} (SC = {p['sc'][col]})",
-                                    hint="lower its SC (sc => {\"" + col + "\": ...}), or publish with eligibility => "
-                                         "'suppress'") from None
-            plans[col] = (values, sizes, pl)
-            for b, n in enumerate(pl.suppressed):
-                if n:
-                    drop.append((col, values[b], sizes[b] - n))
-        if not drop:
-            return plans
-        # suppress the rows past each capped value's first `keep` (FIFO), for every attribute
-        for col, value, keep in drop:
-            db.run(f"DELETE FROM {KEEP} k USING (SELECT _pganon_k FROM (SELECT s._pganon_k, row_number() OVER "
-                   f"(ORDER BY s._pganon_k) AS r FROM {SNAP} s JOIN {KEEP} USING (_pganon_k) WHERE s.{I(col)}::text = $1) x "
-                   f"WHERE x.r > $2) d WHERE k._pganon_k = d._pganon_k", [value, keep], ["text", "int8"])
-    raise unsatisfiable(f"rating: suppression did not settle in {MAX_ROUNDS} rounds",
-                        hint="lower the SC values")
+                raise unsatisfiable(f"rating: {exc}", hint="lower the SC values") from None
+            return {c: (counts[c][0], counts[c][1], a.plan) for c, a in zip(p["attrs"], attrs)}
+        col, values, sizes, cap = over
+        if p["eligibility"] == "error":
+            worst = max(range(len(sizes)), key=lambda b: sizes[b])
+            raise unsatisfiable(f"rating: {col} = {values[worst]!r} occurs in {sizes[worst]} of {sum(sizes)} rows, "
+                                f"more than n / SC = {sum(sizes) / p['sc'][col]:.1f} (SC = {p['sc'][col]})",
+                                hint="lower its SC (sc => {\"" + col + "\": ...}), or publish with eligibility => "
+                                     "'suppress'")
+        # the rows of each over-frequent value past the cap (FIFO) leave, whole tuples
+        over_values = [v for v, n in zip(values, sizes) if n > cap]
+        db.run(f"DELETE FROM {KEEP} k USING (SELECT _pganon_k FROM (SELECT s._pganon_k, row_number() OVER "
+               f"(PARTITION BY s.{I(col)} ORDER BY s._pganon_k) AS r FROM {SNAP} s JOIN {KEEP} USING (_pganon_k) "
+               f"WHERE s.{I(col)}::text = ANY($1)) x WHERE x.r > $2) d WHERE k._pganon_k = d._pganon_k",
+               [over_values, cap], ["text[]", "int8"])
+        tick()
+    raise unsatisfiable(f"rating: suppression did not settle in {MAX_ROUNDS} rounds", hint="lower the SC values")
 
 
 def assign(db, ds, p, plans, rel):
@@ -126,6 +133,9 @@ def assign(db, ds, p, plans, rel):
     order = (f"hashtext(s._pganon_k::text || ':' || {int(p['seed'])})" if p["seed"] is not None else "s._pganon_k")
     for a, col in enumerate(p["attrs"]):
         values, sizes, pl = plans[col]
+        if pl is None:  # SC = 1: every tuple is a group of its own
+            db.run(f"INSERT INTO pg_temp._pganon_rgroup SELECT {a}, tk, tk - 1 FROM {rel['map']}")
+            continue
         rb, rs, rg, rc = lsl.run_columns(pl)
         offsets = np.cumsum(np.asarray(sizes, dtype=np.int64)) - np.asarray(sizes, dtype=np.int64)
         start = offsets[rb] + rs
@@ -163,7 +173,8 @@ def build(db, ds, p, rel, phases):
     plans = phases.run("plan", plan, db, ds, p)
     phases.run("assign", assign, db, ds, p, plans, rel)
     phases.run("materialize", materialize, db, ds, p, rel)
-    p["groups_per_attribute"] = {c: plans[c][2].n_groups for c in p["attrs"]}
+    published = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
+    p["groups_per_attribute"] = {c: plans[c][2].n_groups if plans[c][2] is not None else published for c in p["attrs"]}
     return source_rows, max(p["groups_per_attribute"].values())
 
 
