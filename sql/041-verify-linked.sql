@@ -64,7 +64,8 @@ BEGIN
     -- value set of each SA is first made a bit string over that SA's values (one pass over the
     -- long ST), so a pair of buckets costs one AND and bit count per SA (one nested loop over the
     -- bucket pairs, nothing per value); the pair's SAs with a one-value intersection are the
-    -- same as those of the join of the value rows this replaces.
+    -- same as those of the join of the value rows this replaces. Memory: one bit string per
+    -- bucket and SA (buckets x values bits); the pairs are counted, never stored.
     SELECT coalesce(string_agg(format('bit_or(set_bit(c.zero, c.code, 1)) FILTER (WHERE v.sa = %L) AS m%s', x.sa, x.n - 1), ', ' ORDER BY x.n), ''),
            coalesce(string_agg(format('bit_count(a.m%1$s & b.m%1$s) = 1 AS s%1$s', x.n - 1), ', ' ORDER BY x.n), ''),
            coalesce(string_agg(format('s%s', x.n - 1), ' OR ' ORDER BY x.n) FILTER (WHERE is_strict OR NOT x.sa = ANY (zeta)), 'false'),

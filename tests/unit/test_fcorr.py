@@ -695,3 +695,9 @@ def test_fast_audit_calls_the_tick_once_per_block():
     ticks = []
     fcorr_fast.audit(GT2, ST3, MODEL, source=SOURCE, block=1, tick=lambda: ticks.append(1))
     assert len(ticks) >= 4  # one block per bucket at block=1, and more for the records
+
+
+@pytest.mark.parametrize("source", [None, {}])
+def test_fast_audit_of_an_empty_release(source):
+    ref = _same_as_reference([], {}, fc.sa_model(["d", "s"], "d"), source=source)
+    assert ref.summary["n_buckets"] == 0 and ref.summary["n_vulnerable_covered"] == 0
