@@ -308,6 +308,9 @@ BEGIN
   ELSIF r.layout->>'family' = 'generalized' THEN
     RETURN QUERY SELECT * FROM pganon._verify_generalized(r.layout, r.source, r.source_rows,
                                                           r.suppressed_rows, r.dataset_id);
+    IF r.layout ? 'semantic' THEN
+      RETURN QUERY SELECT * FROM pganon._verify_semantic(r.layout);
+    END IF;
   ELSIF r.layout->>'family' = 'rating' THEN
     RETURN QUERY SELECT * FROM pganon._verify_rating(r.layout, r.source, r.source_rows, r.suppressed_rows, r.dataset_id);
   ELSIF r.layout->>'family' = 'person' THEN RETURN QUERY SELECT * FROM pganon._verify_person(r.layout, r.source, r.source_rows, r.suppressed_rows, r.dataset_id);

@@ -6,7 +6,7 @@ whole publish, so a release either lands whole and verified or leaves no trace.
 
 import json
 
-from . import __version__, anatomy, catalog, generalized, linked, lsl, person, rating_release
+from . import __version__, anatomy, catalog, generalized, linked, lsl, person, rating_release, semantic_release
 from .errors import EngineError, invalid
 from .plpy_adapter import Phases
 
@@ -15,7 +15,8 @@ from .plpy_adapter import Phases
 FAMILIES = {**{name: lsl for name in lsl.METHODS}, **{name: linked for name in linked.METHODS},
             **{name: generalized for name in generalized.METHODS}, **{name: person for name in person.METHODS},
             **{name: anatomy for name in anatomy.METHODS},
-            **{name: rating_release for name in rating_release.METHODS}}
+            **{name: rating_release for name in rating_release.METHODS},
+            **{name: semantic_release for name in semantic_release.METHODS}}
 
 
 def relations(release_id):
