@@ -39,6 +39,8 @@ BASE_PARAMS = {"ck_anonymization": {"c": 2, "c_f": 2}, "pk_angelization": {"p": 
                "danonyir": {"model": "kl"}, "geneir": {"model": "kl"},
                # a comparison wants a release: suppress what Anatomy / Rating cannot group (reported)
                "anatomy": {"eligibility": "suppress"}, "rating": {"eligibility": "suppress"}}
+# Methods that need at least two SAs (the SA sweep starts there for them).
+MIN_SAS = {"ck_anonymization": 2, "pk_angelization": 2}
 # Methods that publish one sensitive attribute only, and those without `limit`.
 ONE_SA = {"danonyir", "geneir", "one_m_generalization"}
 NO_LIMIT = {"danonyir", "geneir", "one_m_generalization"}
@@ -71,8 +73,10 @@ class Settings:
 
 
 def params_for(label: str, k: int, l: int, s: Settings, info: dict | None = None, **more) -> dict:
-    """A method's parameters at (k, l). Rating's SC is l for every attribute, capped at the
-    attribute's number of distinct values (a binary QI cannot be grouped by 3)."""
+    """A method's parameters at (k, l). Rating's SC is l for every attribute, capped where the
+    attribute could not be grouped without suppression: SC_i <= n / (its most frequent value's
+    rows), so a skewed or binary attribute is published ungrouped (SC 1) rather than losing
+    rows for every other attribute (Rating suppresses whole tuples)."""
     method = s.method(label)
     p = dict(BASE_PARAMS.get(method, {}))
     if method in K_PARAM:
@@ -81,7 +85,7 @@ def params_for(label: str, k: int, l: int, s: Settings, info: dict | None = None
         p[L_PARAM[method]] = l
     if method == "rating" and info:
         published = info["qis"] + list(more.get("sensitive") or info["sas"])
-        p["sc"] = {a: max(1, min(l, info["distinct"][a])) for a in published}
+        p["sc"] = {a: max(1, min(l, info["rows"] // max(info["top"][a], 1))) for a in published}
     p.update(s.extra.get(method, {}) if label == method else {})
     p.update(s.extra.get(label, {}))
     p.update(more)
@@ -99,11 +103,11 @@ def dataset_info(conn, dataset: str) -> dict:
                        (dataset,)).fetchone()
     from psycopg import sql
     qis, sas = [c for c, r, _ in rows if r == "quasi"], [c for c, r, _ in rows if r == "sensitive"]
-    counts = conn.execute(sql.SQL("SELECT count(*), {} FROM {}").format(
-        sql.SQL(", ").join(sql.SQL("count(DISTINCT {})").format(sql.Identifier(c)) for c in qis + sas),
-        sql.SQL(src[0]))).fetchone()
-    return {"dataset": dataset, "source": src[0], "key": src[1], "person": src[2], "rows": counts[0],
-            "qis": qis, "sas": sas, "distinct": dict(zip(qis + sas, counts[1:]))}
+    n = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.SQL(src[0]))).fetchone()[0]
+    top = {c: conn.execute(sql.SQL("SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM {} GROUP BY {}) x")
+                           .format(sql.SQL(src[0]), sql.Identifier(c))).fetchone()[0] for c in qis + sas}
+    return {"dataset": dataset, "source": src[0], "key": src[1], "person": src[2], "rows": n,
+            "qis": qis, "sas": sas, "top": top}
 
 
 def _publish(conn, dataset, method, params, progress):
@@ -208,7 +212,7 @@ def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=Non
                     continue
                 for label in settings.methods:
                     method = settings.method(label)
-                    if method in ONE_SA and d > 1:
+                    if (method in ONE_SA and d > 1) or d < MIN_SAS.get(method, 1):
                         continue
                     if d == len(sas) or (method in ONE_SA and d == 1):
                         hit = next((r for r in runs if r["method"] == label and r["default"]), None)

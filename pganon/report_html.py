@@ -125,9 +125,19 @@ MODELS = {"lsl": "L_sl-diversity (security levels)", "l_diversity": "l-diversity
           "rating": "SC-diverse attribute groups", "semantic": "l-diversity, no effective semantic rule"}
 
 
+def _param_text(v):
+    """A parameter as a short text: a per-attribute object as its range of values."""
+    if isinstance(v, dict) and v and all(isinstance(x, (int, float)) for x in v.values()):
+        lo, hi = min(v.values()), max(v.values())
+        return f"{lo} per attribute" if lo == hi else f"{lo}–{hi} per attribute"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {x}" for k, x in v.items()) + "}"
+    return str(v)
+
+
 def _guarantee(method, params, model):
     p = {k: v for k, v in (params or {}).items() if k not in ("queries", "theta", "limit", "sensitive", "seed")}
-    text = ", ".join(f"{k}={v}" for k, v in sorted(p.items()))
+    text = ", ".join(f"{k}={_param_text(v)}" for k, v in sorted(p.items()))
     name = MODELS.get(model, model or method)
     return f"{escape(name)}" + (f" <span class=\"small\">{escape(text)}</span>" if text else "")
 
