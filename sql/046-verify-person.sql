@@ -130,14 +130,20 @@ BEGIN
                          gs AS (SELECT g.class_id, g.id_num, x.node FROM %1$s g, unnest(g.%6$I) AS x(node)),
                          h AS (SELECT * FROM pganon._hierarchy_closure(%7$s, %6$L)),
                          sv AS (SELECT DISTINCT p.class_id, p.id_num, s.%6$I::text AS v
-                                  FROM p JOIN %2$s m ON m.%5$I = p.person JOIN %3$s s USING (%4$I))
+                                  FROM p JOIN %2$s m ON m.%5$I = p.person JOIN %3$s s USING (%4$I)),
+                         -- (person, value, ancestor-or-self of the value), then those among the nodes
+                         -- published for that person: a few rows per value, hash joins (joining the
+                         -- nodes to their leaves first would give every leaf under a high node)
+                         anc AS MATERIALIZED (SELECT sv.class_id, sv.id_num, sv.v, h.node FROM sv JOIN h ON h.leaf = sv.v),
+                         hit AS (SELECT a.* FROM anc a JOIN (SELECT DISTINCT * FROM gs) g USING (class_id, id_num, node))
                     SELECT (SELECT count(*) FROM (SELECT class_id, id_num, count(*) AS c FROM %1$s GROUP BY 1, 2) a
                               FULL JOIN (SELECT class_id, id_num, count(*) AS c FROM p GROUP BY 1, 2) b USING (class_id, id_num)
                              WHERE a.c IS DISTINCT FROM 1 OR b.c IS DISTINCT FROM 1)
-                         + (SELECT count(*) FROM sv WHERE NOT EXISTS (SELECT 1 FROM gs JOIN h ON h.node = gs.node
-                              WHERE gs.class_id = sv.class_id AND gs.id_num = sv.id_num AND h.leaf = sv.v))
-                         + (SELECT count(*) FROM gs WHERE NOT EXISTS (SELECT 1 FROM sv JOIN h ON h.leaf = sv.v
-                              WHERE sv.class_id = gs.class_id AND sv.id_num = gs.id_num AND h.node = gs.node))',
+                         -- values that no node of the set covers
+                         + (SELECT count(*) FROM sv) - (SELECT count(*) FROM (SELECT DISTINCT class_id, id_num, v FROM hit) x)
+                         -- nodes of the set that cover none of the values of the person
+                         + (SELECT count(*) FROM (SELECT DISTINCT * FROM gs) x)
+                         - (SELECT count(*) FROM (SELECT DISTINCT class_id, id_num, node FROM hit) y)',
                    gt, map, source, keycol, pcol, sa, dataset_id) INTO m;
   ELSE
     EXECUTE format('SELECT count(*) FROM (SELECT class_id, id_num, %1$I::text AS v, count(*) AS c FROM %2$s GROUP BY 1, 2, 3) g

@@ -277,6 +277,7 @@ def materialize(db, ds, p, rel):
     db.run("DROP TABLE IF EXISTS pg_temp._pganon_pranges")
     db.run(f"CREATE TEMP TABLE _pganon_pranges ON COMMIT DROP AS SELECT m.class_id{''.join(', ' + a for a in aggs)} "
            f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.class_id")
+    db.run("ANALYZE pg_temp._pganon_pranges")  # row estimates for the joins below (hash, not nested loops)
     joins = " JOIN pg_temp._pganon_pranges r USING (class_id)"
     if node_cols:
         joins += f" JOIN {CLASSES} n USING (class_id)"
@@ -289,6 +290,7 @@ def materialize(db, ds, p, rel):
                "FROM unnest($1::text[], $2::int4[]) AS u(pid, f) "
                "JOIN unnest($3::text[]) WITH ORDINALITY AS g(s, f1) ON g.f1 = u.f + 1",
                [pids, p["fingerprints"], p["gen_sets"]], ["text[]", "int4[]", "text[]"])
+        db.run("ANALYZE pg_temp._pganon_psets")
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.class_id, m.id_num, {', '.join(cells)}, g.gen AS {sa} "
                f"FROM (SELECT DISTINCT class_id, id_num, {I(ds.person)}::text AS pid FROM {rel['map']}) m"
                f"{joins} JOIN pg_temp._pganon_psets g USING (pid) ORDER BY m.class_id, m.id_num")
@@ -341,7 +343,8 @@ def measure(db, ds, p, rel, lay, source_rows):
            "published_rows": n_pub, "suppressed_rows": source_rows - n_pub}
     if p["method"] == "one_m_generalization":
         out.update(qid_ncp_percent=res.qid_ncp, qid_ncp_by_attribute=res.qid_ncp_per_qi, sa_ncp_percent=res.sa_ncp,
-                   min_class_persons=int(res.class_sizes.min()))
+                   min_class_persons=int(res.class_sizes.min()), sa_buckets=int(res.sets.bucket_sizes.size),
+                   partition_splits=int(res.sets.splits))
         return out
     vul = ir_models.vulnerability(res.sa_classes(p["persons"]), p["model"], p["model_params"])
     out.update(nloss=float(res.nloss), loss=float(res.loss), v=float(vul.share),

@@ -212,6 +212,7 @@ def test_one_m_publishes_generalized_sets_and_measures(conn, t2):
     assert all(isinstance(r[2], list) and r[2] for r in rows)
     m = _metrics(conn, rid)
     assert 0 <= m["qid_ncp_percent"] <= 100 and 0 <= m["sa_ncp_percent"] <= 100 and m["classes"] >= 1
+    assert 1 <= m["sa_buckets"] <= 7 // 2 and m["partition_splits"] >= 0  # Partition: >= k persons per bucket
 
 
 def _count(conn, sql):
