@@ -73,7 +73,8 @@ def _measure(orig, rel, workloads, thetas, queries, seed, qd):
     doms = None
     if nq:
         doms = _domains(orig, workloads)
-        res["ncp_percent"] = workload.ncp_percent([c[:nq] for c in cells], weights, doms[:nq])
+        ncells, nweights = joint.workload_cells(orig, rel, split=False)
+        res["ncp_percent"] = workload.ncp_percent([c[:nq] for c in ncells], nweights, doms[:nq])
     if queries:
         doms = doms or _domains(orig, workloads)
         prepared = workload.prepare(doms, cells, weights)

@@ -394,9 +394,10 @@ def workload_domains(orig, expand):
     return doms
 
 
-def workload_cells(orig, rel):
+def workload_cells(orig, rel, split=True):
     """The release's classes as `workload` cells (J5): numeric sets -> [min, max]; classes with
-    numeric multisets split per value combination; categorical sets and multisets keep their
+    numeric multisets split per value combination (split=False: a numeric multiset is its
+    [min, max] too, which is what NCP charges for it); categorical sets and multisets keep their
     observed values (a hierarchy node may cover leaves the table does not have)."""
     cells, weights = [], []
     for cs, w in zip(rel.cells, rel.weights):
@@ -406,9 +407,12 @@ def workload_cells(orig, rel):
                 c = {v: m for v, m in c.items() if v in orig.index[i]}
             elif kind == "categorical" and isinstance(c, (set, frozenset, list)):
                 c = frozenset(v for v in c if v in orig.index[i])
-            if kind == "numeric" and isinstance(c, Mapping):
+            if kind == "numeric" and isinstance(c, Mapping) and split:
                 tot = float(sum(c.values()))
                 parts.append([(float(v), m / tot) for v, m in c.items() if m > 0])
+            elif kind == "numeric" and isinstance(c, Mapping):
+                vals = [float(v) for v, m in c.items() if m > 0]
+                parts.append([((min(vals), max(vals)), 1.0)])
             elif kind == "numeric" and isinstance(c, (set, frozenset, list)):
                 vals = [float(v) for v in c]
                 parts.append([((min(vals), max(vals)), 1.0)])

@@ -144,7 +144,7 @@ def test_discernibility_and_size_distribution():
     assert joint.discernibility([2, 3, 3], suppressed=1, n=9) == 4 + 9 + 9 + 9
     bands = joint.size_distribution([2, 3, 3, 12])
     assert bands == [{"lo": 2, "hi": 2, "classes": 1, "records": 2}, {"lo": 3, "hi": 3, "classes": 2, "records": 6},
-                     {"lo": 10, "hi": 14, "classes": 1, "records": 12}]
+                     {"lo": 10, "hi": 19, "classes": 1, "records": 12}]
 
 
 def _observed(cell, obs):
@@ -215,3 +215,21 @@ def test_workload_cells_estimate_like_the_literal_cells(case, seed):
                 fd = float(dis in p["disease"])
             want += w * float(fa) * fd
         assert est[qn] == pytest.approx(want, abs=1e-9)
+
+
+def test_ncp_cells_keep_a_numeric_multiset_as_its_range():
+    """Rating publishes an age group {21, 28, 29}: the estimator may split it into exact values
+    (linear), NCP must charge its span."""
+    records = [(20, "F", "flu", "a"), (25, "M", "hiv", "b"), (30, "F", "flu", "a"), (35.5, "M", "cold", "b")]
+    orig = _original(records)
+    rel = joint.Release(NAMES, KINDS, 2)
+    rel.add(({20: 1, 30: 1}, {"F": 2}, "flu", "a"), 2)
+    rel.add(({25: 1, 35.5: 1}, {"M": 2}, {"hiv": 1, "cold": 1}, "b"), 2)
+    split, _ = joint.workload_cells(orig, rel)
+    whole, _ = joint.workload_cells(orig, rel, split=False)
+    assert len(split) == 4 and len(whole) == 2
+    assert [c[0] for c in whole] == [(20.0, 30.0), (25.0, 35.5)]
+    expand = np.repeat(np.arange(len(orig.counts)), orig.counts.astype(int))
+    doms = joint.workload_domains(orig, expand)
+    ncp = workload.ncp_percent([c[:2] for c in whole], [2, 2], doms[:2])
+    assert ncp == pytest.approx(100 * (2 * 10 / 15.5 + 2 * 10.5 / 15.5) / (4 * 2))
