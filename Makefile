@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PGANON := .venv/bin/pganon
 
-.PHONY: setup demo test unit bench bench-ck bench-memory server-start server-stop clean
+.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa server-start server-stop clean
 
 setup:
 	@bash scripts/setup.sh
@@ -31,6 +31,11 @@ bench-ck: setup
 ## Backend peak memory against rows, 125k .. 2M (results/memory_scaling.md)
 bench-memory: setup
 	@$(PY) benchmarks/memory_scaling.py
+
+## The comparative study (spec 003): nine methods on Adult and NMES through `pganon compare`,
+## 1:M claims on the INFORMS-like table; results/msa_comparison*.{md,html,json}
+bench-msa: setup
+	@$(PY) benchmarks/msa_comparison.py
 
 server-start: setup
 	@$(PGANON) server start

@@ -63,13 +63,16 @@ class Settings:
     def method(self, label: str) -> str:
         return self.aliases.get(label, label)
 
+    k_default: int | None = None  # the default setting (None: the middle value of the sweep)
+    l_default: int | None = None
+
     @property
     def k0(self):
-        return sorted(self.ks)[len(self.ks) // 2]
+        return self.k_default if self.k_default is not None else sorted(self.ks)[len(self.ks) // 2]
 
     @property
     def l0(self):
-        return sorted(self.ls)[len(self.ls) // 2]
+        return self.l_default if self.l_default is not None else sorted(self.ls)[len(self.ls) // 2]
 
 
 def params_for(label: str, k: int, l: int, s: Settings, info: dict | None = None, **more) -> dict:
