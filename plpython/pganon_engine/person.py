@@ -184,15 +184,16 @@ def plan(db, ds, p, persons):
     if p["method"] == "one_m_generalization":
         _plan_one_m(db, ds, p, persons, qis, kinds)
         return
+    tick = db.interruptible()
     if p["method"] == "danonyir":
-        res = danonyir_engine.danonyir(persons, qis, p["model"], p["model_params"], kinds=kinds,
-                                       domains=p["domains"], seed=p["seed"], seeds=p["seeds"],
-                                       tick=db.interruptible())
+        with ir_models.ticking(tick):
+            res = danonyir_engine.danonyir(persons, qis, p["model"], p["model_params"], kinds=kinds,
+                                           domains=p["domains"], seed=p["seed"], seeds=p["seeds"], tick=tick)
     else:
         taxes = {c: hierarchy_store.load(db, ds, c) for c in qis}
-        res = geneir_engine.geneir(persons, qis, taxes, p["model"], p["model_params"], kinds=kinds,
-                                   domains=p["domains"], seed=p["seed"], order=p["order"],
-                                   tick=db.interruptible())
+        with ir_models.ticking(tick):
+            res = geneir_engine.geneir(persons, qis, taxes, p["model"], p["model_params"], kinds=kinds,
+                                       domains=p["domains"], seed=p["seed"], order=p["order"], tick=tick)
     if not res.classes:
         raise unsatisfiable(f"{p['method']} could not form any class satisfying {p['model']} "
                             f"{json.dumps(_floats(p['model_params']))} on {len(persons)} persons",
@@ -346,7 +347,8 @@ def measure(db, ds, p, rel, lay, source_rows):
                    min_class_persons=int(res.class_sizes.min()), sa_buckets=int(res.sets.bucket_sizes.size),
                    partition_splits=int(res.sets.splits))
         return out
-    vul = ir_models.vulnerability(res.sa_classes(p["persons"]), p["model"], p["model_params"])
+    with ir_models.ticking(db.interruptible()):
+        vul = ir_models.vulnerability(res.sa_classes(p["persons"]), p["model"], p["model_params"])
     out.update(nloss=float(res.nloss), loss=float(res.loss), v=float(vul.share),
                vulnerable_classes=vul.n_vulnerable)
     w = p["workload"]

@@ -437,3 +437,23 @@ def test_kl_k_defaults_to_l():
 def test_decimal_and_fraction_parameters_compare_exactly():
     from decimal import Decimal
     assert M.parse_params("ab", {"alpha": Decimal("0.4"), "beta": 0.6}) == {"alpha": Fraction(2, 5), "beta": 0.6}
+
+
+def test_ticking_calls_back_during_searches_and_changes_nothing():
+    """`ticking` lets the database interrupt a long hitting-set search; results are the same."""
+    fam = [{"a", "b"}, {"c", "d"}, {"e", "f"}, {"a", "c"}, {"b", "e"}]
+    calls = []
+    with M.ticking(lambda: calls.append(1)):
+        inside = (M.min_hs_size(fam), M.min_hs_at_least(fam, 4), M.check("el", {"l": 3}, [dict(enumerate(fam))]).value)
+    outside = (M.min_hs_size(fam), M.min_hs_at_least(fam, 4), M.check("el", {"l": 3}, [dict(enumerate(fam))]).value)
+    assert calls and inside == outside == (3, False, {"l": 3})
+    n = len(calls)
+    M.min_hs_size(fam)
+    assert len(calls) == n  # restored on exit
+
+
+def test_ticking_propagates_an_interrupt():
+    def stop():
+        raise KeyboardInterrupt("cancel")
+    with pytest.raises(KeyboardInterrupt), M.ticking(stop):
+        M.min_hs_at_least([{"a", "b"}, {"c", "d"}, {"e", "f"}, {"a", "c"}, {"b", "e"}], 3)
