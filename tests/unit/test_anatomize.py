@@ -194,14 +194,14 @@ def test_creation_order_equals_the_literal_rounds(sizes, size, opt):
        tie=st.sampled_from(an.TIES), seed=st.integers(0, 99))
 def test_compact_order_has_the_literal_groups(sizes, size, tie, seed):
     """Compact ids only renumber: the multiset of group compositions equals the literal run's
-    (residue 'last' is defined on creation order in both), with no more runs than creation
-    order needs."""
+    (residue 'last' is defined on creation order in both).  (Fewer runs than creation order is
+    what compact buys at scale, not on every tiny input: sizes [1, 2, 2] with size 2 need 4
+    compact runs against 3; the run count at scale is tested below.)"""
     kw = dict(tie=tie, seed=seed, eligibility="suppress")
     got = an.plan(sizes, size, **kw)
     ref = an.plan_reference(sizes, size, **kw)
     assert compositions(got) == compositions(ref)
     assert got.n_groups == ref.n_groups and got.suppressed == ref.suppressed
-    assert len(got.run_bucket) <= len(an.plan(sizes, size, order="creation", **kw).run_bucket)
     check_anatomy(got, sizes, size)
 
 
