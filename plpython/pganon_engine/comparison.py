@@ -77,7 +77,13 @@ def _measure(orig, rel, workloads, thetas, queries, seed, qd):
         res["ncp_percent"] = workload.ncp_percent([c[:nq] for c in ncells], nweights, doms[:nq])
     if queries:
         doms = doms or _domains(orig, workloads)
-        prepared = workload.prepare(doms, cells, weights)
+        cache = {}
+
+        def prepared(j):  # the release as SA j's queries see it, parsed once for every theta
+            if j not in cache:
+                cache[j] = workload.prepare(doms, *(joint.project(cells, weights, nq, j) if j is not None
+                                                    else (cells, weights)))
+            return cache[j]
         are = {}
         for t in thetas:
             if t not in workloads:

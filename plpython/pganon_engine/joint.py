@@ -173,15 +173,14 @@ class _Cells:
 
 
 def _key(cell):
-    if isinstance(cell, Mapping):
+    """A hashable key per distinct cell meaning: hashable cells are their own key (a range is a
+    tuple of numbers, never tagged); a multiset is its sorted items tagged 'm'."""
+    t = type(cell)
+    if t is dict or (t is not str and isinstance(cell, Mapping)):
         return ("m", tuple(sorted(cell.items(), key=lambda kv: repr(kv[0]))))
-    if isinstance(cell, (set, frozenset)):
-        return ("s", frozenset(cell))
-    if isinstance(cell, list):
-        return ("s", frozenset(cell))
-    if isinstance(cell, tuple):
-        return ("r", cell)
-    return ("v", cell)
+    if t is set or t is list:
+        return frozenset(cell)
+    return cell
 
 
 @dataclass
@@ -398,26 +397,23 @@ def workload_cells(orig, rel, split=True):
     """The release's classes as `workload` cells (J5): numeric sets -> [min, max]; classes with
     numeric multisets split per value combination (split=False: a numeric multiset is its
     [min, max] too, which is what NCP charges for it); categorical sets and multisets keep their
-    observed values (a hierarchy node may cover leaves the table does not have)."""
+    observed values (a hierarchy node may cover leaves the table does not have).  A cell's
+    conversion is computed once per distinct cell."""
+    memo = [dict() for _ in orig.kinds]
     cells, weights = [], []
     for cs, w in zip(rel.cells, rel.weights):
-        parts = []
-        for i, (c, kind) in enumerate(zip(cs, orig.kinds)):
-            if kind == "categorical" and isinstance(c, Mapping):
-                c = {v: m for v, m in c.items() if v in orig.index[i]}
-            elif kind == "categorical" and isinstance(c, (set, frozenset, list)):
-                c = frozenset(v for v in c if v in orig.index[i])
-            if kind == "numeric" and isinstance(c, Mapping) and split:
-                tot = float(sum(c.values()))
-                parts.append([(float(v), m / tot) for v, m in c.items() if m > 0])
-            elif kind == "numeric" and isinstance(c, Mapping):
-                vals = [float(v) for v, m in c.items() if m > 0]
-                parts.append([((min(vals), max(vals)), 1.0)])
-            elif kind == "numeric" and isinstance(c, (set, frozenset, list)):
-                vals = [float(v) for v in c]
-                parts.append([((min(vals), max(vals)), 1.0)])
-            else:
-                parts.append([(c, 1.0)])
+        parts, single = [], True
+        for i, c in enumerate(cs):
+            key = _key(c)
+            part = memo[i].get(key)
+            if part is None:
+                part = memo[i][key] = _workload_part(orig, i, c, split)
+            parts.append(part)
+            single = single and len(part) == 1
+        if single:
+            cells.append(tuple(p[0][0] for p in parts))
+            weights.append(w)
+            continue
         for combo in product(*parts):
             f = w
             for _, share in combo:
@@ -425,6 +421,41 @@ def workload_cells(orig, rel, split=True):
             cells.append(tuple(x for x, _ in combo))
             weights.append(f)
     return cells, weights
+
+
+def _workload_part(orig, i, c, split):
+    """[(workload cell, share)] of one published cell of attribute i (J5)."""
+    kind = orig.kinds[i]
+    if kind == "categorical" and isinstance(c, Mapping):
+        return [({v: m for v, m in c.items() if v in orig.index[i]}, 1.0)]
+    if kind == "categorical" and isinstance(c, (set, frozenset, list)):
+        return [(frozenset(v for v in c if v in orig.index[i]), 1.0)]
+    if kind == "numeric" and isinstance(c, Mapping) and split:
+        tot = float(sum(c.values()))
+        return [(float(v), m / tot) for v, m in c.items() if m > 0]
+    if kind == "numeric" and isinstance(c, Mapping):
+        vals = [float(v) for v, m in c.items() if m > 0]
+        return [((min(vals), max(vals)), 1.0)]
+    if kind == "numeric" and isinstance(c, (set, frozenset, list)):
+        vals = [float(v) for v in c]
+        return [((min(vals), max(vals)), 1.0)]
+    return [(c, 1.0)]
+
+
+def project(cells, weights, n_qis, j):
+    """The classes as a workload on the QIs and SA j sees them: the other SAs' cells become '*'
+    (never read: those queries do not constrain them) and classes that then coincide are merged,
+    so estimating costs classes of (QI cells, SA j cell), not of every SA combination."""
+    merged = {}
+    for c, w in zip(cells, weights):
+        key = tuple(_key(x) for x in c[:n_qis]) + (_key(c[n_qis + j]),)
+        hit = merged.get(key)
+        if hit is None:
+            merged[key] = [c[:n_qis] + tuple(c[n_qis + jj] if jj == j else SUPPRESSED
+                                              for jj in range(len(c) - n_qis)), w]
+        else:
+            hit[1] += w
+    return [v[0] for v in merged.values()], [v[1] for v in merged.values()]
 
 
 def shared_workload(doms, n_qis, theta, n, seed, qd=2):
@@ -435,22 +466,23 @@ def shared_workload(doms, n_qis, theta, n, seed, qd=2):
     qd = min(qd, len(qis))
     out = []
     if not sas:
-        return [workload.make_queries(doms, theta, n=n, seed=seed, qis=qis, qd=qd, scheme="domain")]
+        return [(None, workload.make_queries(doms, theta, n=n, seed=seed, qis=qis, qd=qd, scheme="domain"))]
     per = [n // len(sas) + (1 if j < n % len(sas) else 0) for j in range(len(sas))]
     for j, sa in enumerate(sas):
         if per[j]:
-            out.append(workload.make_queries(doms, theta, n=per[j], seed=seed + j, qis=qis + [sa], qd=qd,
-                                             always=(sa,), scheme="domain"))
+            out.append((j, workload.make_queries(doms, theta, n=per[j], seed=seed + j, qis=qis + [sa], qd=qd,
+                                                 always=(sa,), scheme="domain")))
     return out
 
 
 def are(workloads, prepared):
-    """Mean relative error over all queries of the workloads (eq. 8 / 003's ARE) of a release
-    `workload.prepare`d for their domains."""
+    """Mean relative error over all queries of the workloads (eq. 8 / 003's ARE): `workloads`
+    as `shared_workload` returns them, `prepared(j)` the release `workload.prepare`d for SA j's
+    queries (j None: the whole release)."""
     true, est = [], []
-    for wl in workloads:
+    for j, wl in workloads:
         true.append(wl.counts if wl.counts is not None else workload.true_counts(wl))
-        est.append(workload.estimated_counts(wl, prepared))
+        est.append(workload.estimated_counts(wl, prepared(j)))
     t, e = np.concatenate(true), np.concatenate(est)
     err = workload.query_error(None, t, e)
     return None if math.isnan(err.mean) else float(err.mean)

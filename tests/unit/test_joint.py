@@ -233,3 +233,36 @@ def test_ncp_cells_keep_a_numeric_multiset_as_its_range():
     doms = joint.workload_domains(orig, expand)
     ncp = workload.ncp_percent([c[:2] for c in whole], [2, 2], doms[:2])
     assert ncp == pytest.approx(100 * (2 * 10 / 15.5 + 2 * 10.5 / 15.5) / (4 * 2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(), st.integers(0, 10**6))
+def test_projected_classes_estimate_the_shared_workload_like_the_whole_release(case, seed):
+    """Merging the classes that agree on the QIs and SA j leaves SA j's queries' estimates as
+    they were: the other SAs are never constrained by them."""
+    records, n_qis, classes = case
+    if n_qis == 0 or len(set(records)) < 2:
+        return
+    orig = _original(records)
+    expand = np.repeat(np.arange(len(orig.counts)), orig.counts.astype(int))
+    doms = joint.workload_domains(orig, expand)
+    observed = [{float(v) for v in doms[0].values}] + [set(d.categories) for d in doms[1:]]
+    rel = joint.Release(NAMES, KINDS, n_qis)
+    for cells, w in classes:
+        if isinstance(cells[0], dict):
+            cells = ({v: m for v, m in cells[0].items() if v in observed[0]},) + cells[1:]
+        if all(_observed(c, observed[i]) for i, c in enumerate(cells)):
+            rel.add(cells, w)
+    if not rel.cells:
+        return
+    cells, weights = joint.workload_cells(orig, rel)
+    try:
+        wls = joint.shared_workload(doms, n_qis, 0.5, 30, seed, qd=1)
+    except Exception as exc:  # a tiny table may leave no query with a record
+        assert "found no record" in str(exc)
+        return
+    whole = workload.prepare(doms, cells, weights)
+    projected = {j: workload.prepare(doms, *joint.project(cells, weights, n_qis, j)) for j, _ in wls}
+    for j, wl in wls:
+        assert np.allclose(workload.estimated_counts(wl, whole), workload.estimated_counts(wl, projected[j]))
+    assert joint.are(wls, lambda j: whole) == pytest.approx(joint.are(wls, projected.get))
