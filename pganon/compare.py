@@ -44,6 +44,8 @@ MIN_SAS = {"ck_anonymization": 2, "pk_angelization": 2}
 # Methods that publish one sensitive attribute only, and those without `limit`.
 ONE_SA = {"danonyir", "geneir", "one_m_generalization"}
 NO_LIMIT = {"danonyir", "geneir", "one_m_generalization"}
+# Methods without a query workload of their own (nothing to switch off).
+NO_WORKLOAD = {"one_m_generalization"}
 DEFAULT_METHODS = ["mmdcf_mslf", "anatomy", "rating", "mondrian", "gaa", "semantic", "ck_anonymization"]
 
 
@@ -92,7 +94,8 @@ def params_for(label: str, k: int, l: int, s: Settings, info: dict | None = None
     p.update(s.extra.get(method, {}) if label == method else {})
     p.update(s.extra.get(label, {}))
     p.update(more)
-    p.setdefault("queries", 0)  # the shared workload measures every release the same way
+    if method not in NO_WORKLOAD:
+        p.setdefault("queries", 0)  # the shared workload measures every release the same way
     return p
 
 

@@ -122,7 +122,9 @@ def _table(headers, rows, *, left=(0,), rank=None):
 
 MODELS = {"lsl": "L_sl-diversity (security levels)", "l_diversity": "l-diversity", "k_anonymity": "k-anonymity",
           "ck": "(c,k)-anonymization", "pk": "(p,k)-angelization", "anatomy": "l-diverse anatomy",
-          "rating": "SC-diverse attribute groups", "semantic": "l-diversity, no effective semantic rule"}
+          "rating": "SC-diverse attribute groups", "semantic": "l-diversity, no effective semantic rule",
+          "kl_diversity": "(k,l)-diversity of 1:M data", "kl": "IR (k,l)-anonymity", "el": "EIR l-diversity",
+          "ab": "IR (α,β)-anonymity", "eab": "EIR (α,β)-anonymity"}
 
 
 def _param_text(v):
@@ -179,6 +181,8 @@ def compare_html(res: dict) -> str:
             rows.append([(sw, None), (f"<span class=\"no\">failed</span>: {escape(err)}", None)] + [("–", None)] * 10)
             continue
         m = r["measures"]
+        if m.get("not_comparable"):
+            sw += f"<br><span class=\"small\">{escape(m['not_comparable'])}</span>"
         met = m.get("metrics") or {}
         vuln = (met.get("audit") or {}).get("n_vulnerable_correct")
         are0 = (m.get("are") or {}).get(str(theta0))

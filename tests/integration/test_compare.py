@@ -138,3 +138,28 @@ def test_cli_compare_and_report(db_dsn, conn, people, tmp_path):
     assert (tmp_path / f"release-{rid}.html").exists()
     r = run("compare", "nobody", "--out", str(tmp_path))
     assert r.returncode == 2 and r.stderr.startswith("pganon: error:") and "Traceback" not in r.stderr
+
+
+def test_person_methods_compare_and_one_row_per_person_is_named_not_measured(conn, name):
+    """danonyir publishes one record per row and is measured; one_m_generalization publishes one
+    row per person with a generalized SA set, which the report names as not comparable."""
+    rnd = random.Random(3)
+    conn.execute(f'CREATE TABLE "{name}" (rid int PRIMARY KEY, pid int, age int, sex text, disease text)')
+    with conn.cursor().copy(f'COPY "{name}" FROM STDIN') as cp:
+        rid = 0
+        for pid in range(120):
+            age, sex = rnd.randint(20, 70), rnd.choice("MF")
+            for d in rnd.sample(DISEASES, rnd.randint(1, 3)):
+                cp.write_row((rid, pid, age, sex, d))
+                rid += 1
+    conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, 'rid', person_column => 'pid')", (name, name))
+    for col, role in [("age", "quasi"), ("sex", "quasi"), ("disease", "sensitive")]:
+        conn.execute("SELECT pganon.set_attribute(%s, %s, %s)", (name, col, role))
+    conn.execute("SELECT pganon.set_hierarchy(%s, 'disease', %s)", (name, "".join(f"{d};*\n" for d in DISEASES)))
+    res = compare.run(conn, name, compare.Settings(methods=["danonyir", "one_m_generalization", "mondrian"], ks=[2, 3],
+                                                   ls=[2], thetas=[0.2], fractions=[], queries=40))
+    assert not res["failures"], res["failures"]
+    by = {(r["method"], r["k"]): r["measures"] for r in res["runs"]}
+    assert by[("danonyir", 3)]["covers_all"] and by[("danonyir", 3)]["kl_divergence"] >= 0
+    assert "one row per person" in by[("one_m_generalization", 3)]["not_comparable"]
+    assert "one row per person" in report_html.compare_html(res)
