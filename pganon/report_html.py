@@ -398,8 +398,9 @@ def release_html(rep: dict) -> str:
             ("median class size", (m.get("class_sizes") or {}).get("median")),
             ("suppressed %", 100 * m["suppression"] if "suppression" in m else None)]
     cost += [(f"ARE at θ = {t}", v) for t, v in sorted((m.get("are") or {}).items())]
+    shown = {"published_rows", "suppressed_rows", "d", "groups", "classes", "ncp_percent"}  # listed above
     cost += [(k.upper() if len(k) <= 3 else k.replace("_", " "), v) for k, v in met.items()
-             if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("published_rows", "suppressed_rows")]
+             if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in shown]
     cards = []
     if m.get("are"):
         cards.append(_card(svgplot.line_chart([{"name": info["method"], "points": sorted((float(t), v) for t, v in m["are"].items())}],
