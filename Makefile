@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PGANON := .venv/bin/pganon
 
-.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa server-start server-stop clean
+.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir server-start server-stop clean
 
 setup:
 	@bash scripts/setup.sh
@@ -36,6 +36,11 @@ bench-memory: setup
 ## 1:M claims on the INFORMS-like table; results/msa_comparison*.{md,html,json}
 bench-msa: setup
 	@$(PY) benchmarks/msa_comparison.py
+
+## Identity-reserved releases (spec 002 §5.3) and 1:M sweeps; DAnonyIR on 50,000 persons: results/ir_{experiments,speed}.md
+bench-ir: setup
+	@nice -n 5 $(PY) benchmarks/ir_speed.py
+	@nice -n 5 $(PY) benchmarks/ir_experiments.py
 
 server-start: setup
 	@$(PGANON) server start

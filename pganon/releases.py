@@ -73,6 +73,9 @@ def summary(rel: dict) -> dict:
         "vulnerable": (m.get("audit") or {}).get("n_vulnerable_correct"),
         "seconds": float(rel["seconds"] or 0),
     }
+    if "nloss" in m:  # person-aware releases (danonyir, geneir): information loss and the vulnerable share
+        out = {**{k: v for k, v in out.items() if k not in ("AIL", "SR", "seconds")},
+               "NLoss": m["nloss"], "v": m.get("v"), "seconds": out["seconds"]}
     if "dm" in m:  # generalized releases: discernibility and average class size over k
         out = {**{k: v for k, v in out.items() if k not in ("AIL", "SR", "vulnerable", "seconds")},
                "DM": m["dm"], "C_avg": m.get("c_avg"), "seconds": out["seconds"]}
