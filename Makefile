@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PGANON := .venv/bin/pganon
 
-.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir server-start server-stop clean
+.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir bench-gen server-start server-stop clean
 
 setup:
 	@bash scripts/setup.sh
@@ -41,6 +41,10 @@ bench-msa: setup
 bench-ir: setup
 	@nice -n 5 $(PY) benchmarks/ir_speed.py
 	@nice -n 5 $(PY) benchmarks/ir_experiments.py
+
+## GAA and Mondrian (spec 001 §4, spec 003 §5): metric/strategy studies, Mondrian k=2..100, speed (results/generalization.md)
+bench-gen: setup
+	@$(PY) benchmarks/generalization_experiments.py
 
 server-start: setup
 	@$(PGANON) server start
