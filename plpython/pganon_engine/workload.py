@@ -488,13 +488,15 @@ class _Sample:
         self.S = N if idx is None else size
         self.sampled = idx is not None
         self.col, self.sorted, self.freq, self.grain = {}, {}, {}, {}
+        self.values, self.code = {}, {}  # numeric: distinct sample values, each row's code into them
         for p in pool:
             x = cols[p] if idx is None else cols[p][idx]
             self.col[p] = x
             if doms[p].kind == NUMERIC:
                 s = np.sort(x)
                 self.sorted[p] = s
-                _, c = np.unique(s, return_counts=True)
+                v, c = np.unique(s, return_counts=True)
+                self.values[p], self.code[p] = v, np.searchsorted(v, x)
                 self.grain[p] = int(c.max())
             else:
                 f = np.bincount(x, minlength=doms[p].size)
@@ -577,14 +579,13 @@ class _GenContext:
         S, m = smp.S, con.shape[0]
         # random positions (numeric) and value orders (categorical), drawn for every pool
         # attribute so the stream does not depend on which attributes a query picked
-        u, rank, rank_s, cum = {}, {}, {}, {}
+        u, rank, cum = {}, {}, {}
         for p in self.pool:
             if doms[p].kind == NUMERIC:
                 u[p] = rng.random(m)
             else:
                 order = np.argsort(rng.random((m, doms[p].size)), axis=1)
                 rank[p] = np.argsort(order, axis=1)
-                rank_s[p] = rank[p][:, smp.col[p]]
                 cum[p] = np.cumsum(smp.freq[p][order], axis=1)
 
         def num_bounds(p, rows, f):
@@ -598,6 +599,9 @@ class _GenContext:
             return np.minimum((cum[p][rows] < (f * S)[:, None]).sum(axis=1) + 1, n_vals)
 
         def count(rows, fm):
+            """Sample rows each query admits.  Membership is decided per distinct value first
+            (queries x values, small) and then gathered by the rows' value codes, so the
+            queries x rows work is one boolean gather and AND per attribute."""
             sel = np.ones((rows.size, S), dtype=bool)
             for p in self.pool:
                 c = con[rows, p]
@@ -605,12 +609,14 @@ class _GenContext:
                     continue
                 if doms[p].kind == NUMERIC:
                     lo, hi = num_bounds(p, rows, fm[:, p])
-                    x = smp.col[p]
-                    memb = (x >= lo[:, None]) & (x <= hi[:, None])
+                    v = smp.values[p]
+                    allowed = (v >= lo[:, None]) & (v <= hi[:, None])
+                    code = smp.code[p]
                 else:
-                    memb = rank_s[p][rows] < cat_len(p, rows, fm[:, p])[:, None]
-                memb[~c] = True
-                sel &= memb
+                    allowed = rank[p][rows] < cat_len(p, rows, fm[:, p])[:, None]
+                    code = smp.col[p]
+                allowed[~c] = True
+                sel &= allowed[:, code]
             return sel.sum(axis=1)
 
         target = self.theta * S
