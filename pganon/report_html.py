@@ -32,6 +32,7 @@ table { border-collapse: collapse; background: #fff; border: 1px solid var(--lin
 th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
 th { background: #eef0f4; font-weight: 600; position: sticky; top: 0; }
 td.l, th.l { text-align: left; }
+td.w { white-space: normal; min-width: 260px; max-width: 640px; }
 td.best { background: var(--good); font-weight: 600; }
 td.worst { background: var(--bad); }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
@@ -91,7 +92,7 @@ def _page(title, subtitle, body):
             f"<header><h1>{escape(title)}</h1><p>{subtitle}</p></header><main>{body}</main>{RENDER_CHECK}</body></html>\n")
 
 
-def _table(headers, rows, *, left=(0,), rank=None):
+def _table(headers, rows, *, left=(0,), rank=None, wrap=()):
     """rows: lists of (text, value) cells; rank: {column index: 'low' | 'high'} colours the best
     and worst numeric value of those columns."""
     marks = {}
@@ -113,7 +114,7 @@ def _table(headers, rows, *, left=(0,), rank=None):
     for i, r in enumerate(rows):
         out.append("<tr>")
         for j, (text, _) in enumerate(r):
-            cls = " ".join(c for c in ("l" if j in left else "", marks.get((i, j), "")) if c)
+            cls = " ".join(c for c in ("l" if j in left else "", "w" if j in wrap else "", marks.get((i, j), "")) if c)
             out.append(f"<td class=\"{cls}\">{text}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -319,7 +320,7 @@ def compare_html(res: dict) -> str:
             ["method", "sweep", "setting", "error"],
             [[(escape(f["method"]), None), (escape(f["sweep"]), None),
               (escape(json.dumps({k: v for k, v in f.get("params", {}).items() if k != "queries"})), None),
-              (escape(f["error"]), None)] for f in res["failures"]], left=(0, 1, 2, 3)) + "</section>")
+              (escape(f["error"]), None)] for f in res["failures"]], left=(0, 1, 2, 3), wrap=(3,)) + "</section>")
     body.append(_definitions(res))
     sub = (f"{_num(info['rows'])} rows of <code>{escape(info['source'])}</code> · QIs {escape(', '.join(info['qis']))} · "
            f"SAs {escape(', '.join(info['sas']))} · {escape(res['created'])} · pganon {escape(str(res.get('version')))} · "
@@ -344,7 +345,7 @@ def _claims(claims):
         rows.append([(escape(c["id"]), None), (escape(c["claim"]), None), (escape(c.get("source", "")), None),
                      (f"<span class=\"{cls}\">{escape(status)}</span>", None), (escape(c.get("numbers", "")), None)])
     return ("<section><h2>The paper's claims on this data</h2>" +
-            _table(["id", "claim", "source", "status", "measured"], rows, left=(0, 1, 2, 3, 4)) + "</section>")
+            _table(["id", "claim", "source", "status", "measured"], rows, left=(0, 1, 2, 3, 4), wrap=(1, 4)) + "</section>")
 
 
 def _definitions(res):

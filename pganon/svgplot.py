@@ -191,7 +191,8 @@ def bar_chart(categories, series, *, title, y_label, colours, log_y=False, width
     """Grouped bars: one group per category, one bar per series ({'name', 'values'} aligned with
     categories; None leaves a gap).  baseline: optional {category: value} drawn as a dash."""
     names = [s["name"] for s in series]
-    left, right, top, bottom = 58, 14, 30, 56
+    left, right, top = 58, 14, 30
+    bottom = 72 if len(categories) > 8 else 56  # room for slanted labels
     legend, ly = _legend(names, colours, left, height + 4, width)
     total_h = height + max(ly - height + 12, 0) + 8
     vals = [v for s in series for v in s["values"] if v is not None]
@@ -226,12 +227,18 @@ def bar_chart(categories, series, *, title, y_label, colours, log_y=False, width
             out.append(f'<line class="baseline" x1="{x0 - 3:.1f}" x2="{x0 + bw * n_ser + 3:.1f}" y1="{y:.1f}" '
                        f'y2="{y:.1f}"><title>no release: {escape(y_fmt(baseline[cat]))}</title></line>')
         label = str(cat)
-        out.append(f'<text class="tick" x="{left + ci * band + band / 2:.1f}" y="{height - bottom + 16}" '
-                   f'text-anchor="middle">{escape(label if len(label) <= 14 else label[:13] + "…")}</text>')
+        label = label if len(label) <= 14 else label[:13] + "…"
+        cx = left + ci * band + band / 2
+        if n_cat > 8:  # crowded: slanted labels
+            out.append(f'<text class="tick" transform="translate({cx:.1f} {height - bottom + 12}) rotate(-35)" '
+                       f'text-anchor="end">{escape(label)}</text>')
+        else:
+            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - bottom + 16}" text-anchor="middle">'
+                       f'{escape(label)}</text>')
     out.append(f'<line class="axis" x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}"/>')
     out.append(f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}"/>')
     if x_label:
-        out.append(f'<text class="alabel" x="{(left + width - right) / 2:.0f}" y="{height - bottom + 34}" '
+        out.append(f'<text class="alabel" x="{(left + width - right) / 2:.0f}" y="{height - 6}" '
                    f'text-anchor="middle">{escape(x_label)}</text>')
     out.append(f'<text class="alabel" transform="translate(13 {(top + height - bottom) / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{escape(y_label)}</text>')
