@@ -502,6 +502,12 @@ class _Sample:
                 f = np.bincount(x, minlength=doms[p].size)
                 self.freq[p] = f
                 self.grain[p] = int(f.max())
+        # the sample's distinct code vectors with their multiplicities: counting works on these
+        codes = np.stack([self.code[p] if doms[p].kind == NUMERIC else self.col[p] for p in pool], axis=1)
+        uniq, self.weight = np.unique(codes, axis=0, return_counts=True)
+        self.ucode = {p: uniq[:, j] for j, p in enumerate(pool)}
+        # float32 sums of fewer than 2^24 unit counts are exact, and run as BLAS
+        self.weight32 = self.weight.astype(np.float32 if self.S < 2 ** 24 else np.float64)
 
 
 class _GenContext:
@@ -600,9 +606,10 @@ class _GenContext:
 
         def count(rows, fm):
             """Sample rows each query admits.  Membership is decided per distinct value first
-            (queries x values, small) and then gathered by the rows' value codes, so the
-            queries x rows work is one boolean gather and AND per attribute."""
-            sel = np.ones((rows.size, S), dtype=bool)
+            (queries x values, small), gathered by the codes of the sample's distinct code
+            vectors and weighted by their multiplicities: one boolean gather and AND per
+            attribute over queries x distinct vectors."""
+            sel = np.ones((rows.size, smp.weight.size), dtype=bool)
             for p in self.pool:
                 c = con[rows, p]
                 if not c.any():
@@ -611,13 +618,11 @@ class _GenContext:
                     lo, hi = num_bounds(p, rows, fm[:, p])
                     v = smp.values[p]
                     allowed = (v >= lo[:, None]) & (v <= hi[:, None])
-                    code = smp.code[p]
                 else:
                     allowed = rank[p][rows] < cat_len(p, rows, fm[:, p])[:, None]
-                    code = smp.col[p]
                 allowed[~c] = True
-                sel &= allowed[:, code]
-            return sel.sum(axis=1)
+                sel &= allowed[:, smp.ucode[p]]
+            return np.rint(sel.astype(smp.weight32.dtype) @ smp.weight32).astype(np.int64)
 
         target = self.theta * S
         # a sample tuned to the full band would miss it on all rows about half the time at its
