@@ -193,7 +193,7 @@ def assign_gaa(db, ds, p, rel):
     res, tuples = p["plan"]["result"], p["plan"]["tuples"]
     m = len(qis)
     cols = [[t[j] for t in tuples] for j in range(m)]
-    db.run(f"CREATE TEMP TABLE _pganon_tclass ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
+    db.run("CREATE TEMP TABLE _pganon_tclass ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
            + "".join(f", ${j + 2}::text[]" for j in range(m)) + ") AS u(class_id"
            + "".join(f", q{j}" for j in range(m)) + ")", [res.class_of] + cols, ["int4[]"] + ["text[]"] * m)
     on = " AND ".join(f"s.{I(c)}::text = t.q{j}" for j, c in enumerate(qis))
@@ -207,7 +207,7 @@ def _class_labels(db, p, class_nodes, columns):
     """The class table (class_id, one hierarchy label per column) the GT joins to."""
     hs = [p["hierarchies"][c] for c in columns]
     labels = [[hs[j].labels[t[j]] for t in class_nodes] for j in range(len(columns))]
-    db.run(f"CREATE TEMP TABLE _pganon_classes ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
+    db.run("CREATE TEMP TABLE _pganon_classes ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
            + "".join(f", ${j + 2}::text[]" for j in range(len(columns))) + ") AS u(class_id"
            + "".join(f", n{j}" for j in range(len(columns))) + ")",
            [list(range(1, len(class_nodes) + 1))] + labels, ["int4[]"] + ["text[]"] * len(columns))

@@ -351,7 +351,7 @@ def record_columns(persons, domains):
     values); every SA value is one record with the person's QI values.  `domains` are the QI
     domains followed by the SA domain (categorical columns become codes)."""
     domains = tuple(domains)
-    qi, sa = domains[:-1], domains[-1]
+    qi = domains[:-1]
     cols = [[] for _ in domains]
     for q, vals in persons:
         q = tuple(q)

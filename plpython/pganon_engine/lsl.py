@@ -280,7 +280,7 @@ def materialize(db, ds, p, rel):
                 aggs.append(f"array_agg(DISTINCT {c}::text ORDER BY {c}::text) AS q{i}_set")
     summary = f"SELECT group_id, count(*) AS n, {', '.join(aggs)} FROM {{}} GROUP BY group_id"
     if p["generalize"]:
-        db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(
+        db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(
             f"(SELECT m.group_id, s.* FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)})) x"))
         outs = []
         for i, q in enumerate(qis):
@@ -297,7 +297,7 @@ def materialize(db, ds, p, rel):
                f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
                f"ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}")
         db.run(f"ANALYZE {rel['gt']}")
-        db.run(f"CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(rel["gt"]))
+        db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(rel["gt"]))
     db.run(f"ANALYZE {GROUPS}")
     # Rows within a group ordered by count, then by the SA vector's rank in value order (computed
     # on the small bucket table, so the big sort compares integers, not text).

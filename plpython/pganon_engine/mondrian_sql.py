@@ -195,7 +195,7 @@ def _freq_sql(schema, source, param):
               f"WHERE part = ANY({param}::int4[]) GROUP BY part, {', '.join(cs)}{sa_sel}")
     inner = (f"SELECT part, {which} AS j, {code} AS code{sa_sel}, sum(n)::int8 AS n FROM ({tuples}) t "
              f"GROUP BY part{sa_sel}, GROUPING SETS ({', '.join(f'({c})' for c in cs)})")
-    return (f"SELECT part, j, array_agg(code) AS code, array_agg(n) AS n"
+    return ("SELECT part, j, array_agg(code) AS code, array_agg(n) AS n"
             + "".join(f", array_agg({s}) AS {s}" for s in ss) + f" FROM ({inner}) g GROUP BY part, j")
 
 

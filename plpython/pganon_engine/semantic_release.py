@@ -185,7 +185,7 @@ def merge(db, ds, p, rel):
             vals.append([json.dumps(sorted(members[res.class_of[i]])) for i in range(len(ids))])
             types.append("text[]")
             sets.append(f"{c} = ARRAY(SELECT jsonb_array_elements_text(x.v{j}::jsonb))")
-    db.run(f"CREATE TEMP TABLE _pganon_semmap ON COMMIT DROP AS SELECT * FROM unnest("
+    db.run("CREATE TEMP TABLE _pganon_semmap ON COMMIT DROP AS SELECT * FROM unnest("
            + ", ".join(f"${i + 1}::{t}" for i, t in enumerate(types)) + f") AS x({', '.join(cols)})", vals, types)
     db.run(f"UPDATE {rel['map']} m SET class_id = x.new FROM pg_temp._pganon_semmap x WHERE m.class_id = x.old")
     db.run(f"UPDATE {rel['gt']} g SET class_id = x.new, {', '.join(sets)} FROM pg_temp._pganon_semmap x "

@@ -53,8 +53,8 @@ def test_groups_are_the_planners_and_the_release_verifies(conn, name):
     m = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
     # NCP% as for every bucketization release: what generalizing each group's QIs would cost
     assert m["groups"] == len(groups) and 0 < m["ncp_percent"] < 100 and m["sr"] == 0
-    cols = [r[0] for r in conn.execute(f'SELECT column_name FROM information_schema.columns WHERE table_schema = '
-                                       f"'pganon_release' AND table_name = %s ORDER BY ordinal_position", (f"{name}_st",))]
+    cols = [r[0] for r in conn.execute('SELECT column_name FROM information_schema.columns WHERE table_schema = '
+                                       "'pganon_release' AND table_name = %s ORDER BY ordinal_position", (f"{name}_st",))]
     assert cols == ["group_id", "disease", "count"]
 
 

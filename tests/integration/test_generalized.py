@@ -155,7 +155,7 @@ def _random_dataset(conn, data):
     k = data.draw(st.integers(1, min(6, n)))
     name = f"gen_{abs(hash((tuple(rows), k))) % 10**9}"
     conn.execute(f"DROP TABLE IF EXISTS {name}")
-    conn.execute(f"SELECT pganon.drop_dataset(%s) FROM pganon.dataset WHERE name = %s", (name, name))
+    conn.execute("SELECT pganon.drop_dataset(%s) FROM pganon.dataset WHERE name = %s", (name, name))
     _table(conn, name, rows, "id int PRIMARY KEY, age int, gender text, race text, disease text, grade text")
     conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, 'id')", (name, name))
     for col, role in [("age", "quasi"), ("gender", "quasi"), ("race", "quasi"), ("disease", "sensitive"),

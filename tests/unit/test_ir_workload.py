@@ -6,7 +6,6 @@ count in prec only, the error does not depend on the tick."""
 
 from fractions import Fraction as F
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
