@@ -352,15 +352,16 @@ def assign_mondrian(db, ds, p, rel):
 # ---- GT -----------------------------------------------------------------------------------
 
 
-def materialize(db, ds, p, rel):
-    """GT: (class_id, QI cells, SAs), one row per record, ordered by class."""
+def cell_sql(db, qis, forms, node_cols):
+    """The SQL of the published QI cells of a class (shared by every family whose GT has one QI
+    vector per class): per QI its aggregate over the class's rows `s` (alias r) and its cell
+    expression. forms: per QI 'node' (the label from the class table n, column n<i> for the i-th
+    of node_cols), 'range' (the class's [min, max] as a range type) or 'values' (its sorted
+    value set)."""
     I = db.ident
-    key = I(ds.key)
-    node_cols = [q["column"] for q in p["qis"] if _cell_form(p, q) == "node"]
     aggs, cells = [], []
-    for i, q in enumerate(p["qis"]):
+    for i, (q, form) in enumerate(zip(qis, forms)):
         c = I(q["column"])
-        form = _cell_form(p, q)
         if form == "node":
             cells.append(f"n.n{node_cols.index(q['column'])} AS {c}")
         elif form == "range":
@@ -371,6 +372,15 @@ def materialize(db, ds, p, rel):
         else:
             aggs.append(f"array_agg(DISTINCT s.{c}::text ORDER BY s.{c}::text) AS v{i}")
             cells.append(f"r.v{i} AS {c}")
+    return aggs, cells
+
+
+def materialize(db, ds, p, rel):
+    """GT: (class_id, QI cells, SAs), one row per record, ordered by class."""
+    I = db.ident
+    key = I(ds.key)
+    node_cols = [q["column"] for q in p["qis"] if _cell_form(p, q) == "node"]
+    aggs, cells = cell_sql(db, p["qis"], [_cell_form(p, q) for q in p["qis"]], node_cols)
     joins = ""
     if aggs:
         db.run(f"CREATE TEMP TABLE _pganon_granges ON COMMIT DROP AS SELECT m.class_id, {', '.join(aggs)} "

@@ -48,7 +48,7 @@ import json
 
 from . import danonyir as danonyir_engine
 from . import geneir as geneir_engine
-from . import hierarchy_store, ir_metrics, ir_models, lsl
+from . import generalized, hierarchy_store, ir_metrics, ir_models, lsl
 from . import one_m as one_m_engine
 from . import params as P
 from .errors import bad_data, incomplete, invalid, unsatisfiable
@@ -261,20 +261,7 @@ def materialize(db, ds, p, rel):
     I = db.ident
     key = I(ds.key)
     node_cols = list(p.get("labels", {}))
-    aggs, cells = [], []
-    for i, q in enumerate(p["qis"]):
-        c = I(q["column"])
-        form = _cell_form(p, q)
-        if form == "node":
-            cells.append(f"n.n{node_cols.index(q['column'])} AS {c}")
-        elif form == "range":
-            aggs.append(f"min(s.{c}) AS lo{i}, max(s.{c}) AS hi{i}")
-            rng = lsl.NUMERIC_RANGES.get(q["type"], "numrange")
-            cast = "::numeric" if rng == "numrange" else ""
-            cells.append(f"{rng}(r.lo{i}{cast}, r.hi{i}{cast}, '[]') AS {c}")
-        else:
-            aggs.append(f"array_agg(DISTINCT s.{c}::text ORDER BY s.{c}::text) AS v{i}")
-            cells.append(f"r.v{i} AS {c}")
+    aggs, cells = generalized.cell_sql(db, p["qis"], [_cell_form(p, q) for q in p["qis"]], node_cols)
     db.run("DROP TABLE IF EXISTS pg_temp._pganon_pranges")
     db.run(f"CREATE TEMP TABLE _pganon_pranges ON COMMIT DROP AS SELECT m.class_id{''.join(', ' + a for a in aggs)} "
            f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.class_id")
