@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PGANON := .venv/bin/pganon
 
-.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir bench-gen server-start server-stop clean
+.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir bench-gen bench-risk server-start server-stop clean
 
 setup:
 	@bash scripts/setup.sh
@@ -45,6 +45,10 @@ bench-ir: setup
 ## GAA and Mondrian (spec 001 §4, spec 003 §5): metric/strategy studies, Mondrian k=2..100, speed (results/generalization.md)
 bench-gen: setup
 	@$(PY) benchmarks/generalization_experiments.py
+
+## Risk from the analyst's seat for all 16 methods on Adult and the INFORMS-like table (results/risk.md)
+bench-risk: setup
+	@$(PY) benchmarks/risk_figures.py
 
 server-start: setup
 	@$(PGANON) server start

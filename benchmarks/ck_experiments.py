@@ -29,7 +29,7 @@ from common import fresh_database
 from pganon import datasets, releases
 
 RESULTS = Path(__file__).resolve().parent / "results"
-METHODS = {"(c,k)": ("ck_anonymization", {"c": 2, "c_f": 2}), "(p,k)": ("pk_angelization", {"p": 2})}
+METHODS = {"(c,k)": ("ck_anonymization", {"c": 2, "c_f": 2, "c_f_excess": "allow"}), "(p,k)": ("pk_angelization", {"p": 2})}
 
 # dataset -> (delta, sensitive attributes in the order they are added, all QIs)
 SETUPS = {

@@ -50,6 +50,18 @@ def set_level_l(conn, dataset: str, level: int, l: int) -> None:
     _call(conn, "SELECT pganon.set_level_l(%s, %s, %s)", (dataset, level, l))
 
 
+def set_policy(conn, dataset: str, policy: dict) -> None:
+    """The risk thresholds `pganon.promote` enforces for the dataset (replaces the whole policy)."""
+    _call(conn, "SELECT pganon.set_policy(%s, %s::jsonb)", (dataset, json.dumps(policy)))
+
+
+def policy(conn, dataset: str) -> dict:
+    rows = _call(conn, "SELECT policy FROM pganon.dataset WHERE name = %s", (dataset,))
+    if not rows:
+        raise PganonError(f"dataset {dataset!r} is not registered", sqlstate="PA001")
+    return rows[0][0]
+
+
 def set_dependency(conn, dataset: str, column: str, identified_by: list[str]) -> None:
     _call(conn, "SELECT pganon.set_dependency(%s, %s, %s::text[])", (dataset, column, list(identified_by)))
 
@@ -212,5 +224,10 @@ def apply(conn: psycopg.Connection, path: str | Path, source: str | None = None)
         n_hier = _apply_hierarchies(conn, name, spec.get("hierarchies") or {}, Path(path).parent)
         _call(conn, "DELETE FROM pganon.semantic_rule WHERE dataset_id = pganon._dataset_id(%s)", (name,))
         n_rules = _apply_semantic_rules(conn, name, spec.get("semantic_rules") or [])
+        policy = spec.get("policy") or {}
+        if not isinstance(policy, dict):
+            raise PganonError("policy must map risk measures to thresholds (numbers in [0, 1] or null)")
+        set_policy(conn, name, policy)
     return {"dataset": name, "attributes": len(spec.get("attributes") or []), "security_levels": n_levels,
-            "level_l": level_l, "dependencies": len(deps), "hierarchies": n_hier, "semantic_rules": n_rules}
+            "level_l": level_l, "dependencies": len(deps), "hierarchies": n_hier, "semantic_rules": n_rules,
+            "policy": policy}

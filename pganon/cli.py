@@ -1,7 +1,8 @@
 """`pganon ...`: a thin CLI. Each subcommand calls one library function and prints its result.
 
 Exit codes: 0 ok, 1 a release failed its verification, 2 user error (one line on stderr; add
---traceback to see where). Passwords are never printed: DSNs are not echoed.
+--traceback to see where), 3 promote refused: the release breaks the dataset's policy (the failing
+figures on stderr). Passwords are never printed: DSNs are not echoed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import psycopg
 
 from . import __version__, catalog, install, releases, server
 from .connection import connect
-from .errors import PganonError, VerificationFailed
+from .errors import PganonError, PolicyRefused, VerificationFailed
 
 
 def table(headers, rows) -> str:
@@ -232,14 +233,61 @@ def cmd_publish(args):
     with connect(args.dsn) as conn:
         t0 = time.perf_counter()
         rid = releases.publish(conn, args.dataset, args.method, params,
-                               on_notice=None if args.quiet else _progress)
+                               on_notice=None if args.quiet else _progress, promote=args.promote)
         wall = time.perf_counter() - t0
         rel = releases.get(conn, release=rid)
+        failing = [r for r in releases.risk(conn, rid) if r["passed"] is False]
     s = releases.summary(rel)
     s["wall seconds"] = round(wall, 3)
     print(table(list(s), [list(s.values())]))
+    if not args.promote:
+        if failing:
+            print(f"\ncandidate {rid} breaks the policy of {args.dataset} ({len(failing)} figure(s)); "
+                  f"see `pganon risk {rid}`")
+        else:
+            print(f"\ncandidate {rid}: analysts see it once you run `pganon promote {rid}`")
     if args.show:
-        _show(args.dsn, args.dataset, args.show)
+        if args.promote:
+            _show(args.dsn, args.dataset, args.show)
+        else:
+            print("(--show prints the views analysts read: promote first)")
+
+
+def cmd_promote(args):
+    with connect(args.dsn) as conn:
+        rid = releases.promote(conn, args.release)
+    print(f"release {rid} is now the current release")
+
+
+def _risk_rows(rows, failing_only):
+    return [(r["measure"], r["scope"], r["value"], r["threshold"],
+             {True: "ok", False: "FAIL", None: ""}[r["passed"]], r["detail"])
+            for r in rows if not failing_only or r["passed"] is False]
+
+
+def cmd_risk(args):
+    with connect(args.dsn) as conn:
+        rid = int(args.release) if args.release.isdigit() else releases.get(conn, dataset=args.release)["id"]
+        rows = releases.risk(conn, rid)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"release {rid}: risk from the analyst's seat (threshold: the dataset's policy, else the promise)")
+        print(table(["measure", "scope", "value", "threshold", "passed", "detail"], _risk_rows(rows, args.failing)))
+    if any(r["passed"] is False for r in rows):
+        return 3
+
+
+def cmd_set_policy(args):
+    try:
+        policy = json.loads(args.policy)
+    except ValueError:
+        raise PganonError(f"the policy must be a JSON object, e.g. '{{\"prosecutor_risk_max\": 0.1}}', "
+                          f"not {args.policy!r}") from None
+    with connect(args.dsn) as conn:
+        catalog.set_policy(conn, args.dataset, policy)
+        now = catalog.policy(conn, args.dataset)
+    print(f"{args.dataset}: policy {json.dumps(now)}")
 
 
 def cmd_verify(args):
@@ -255,15 +303,15 @@ def cmd_verify(args):
 def cmd_releases(args):
     with connect(args.dsn) as conn:
         rows = releases.list_releases(conn, args.dataset)
-    summ = [releases.summary(r) | {"status": r["status"] + (" (current)" if r["is_current"] else "")} for r in rows]
-    headers = ["release", "dataset", "method", "status", "groups", "published", "suppressed", "AIL", "SR", "NCP%",
-               "query error", "vulnerable", "seconds"]
-    print(table(headers, [[s[h] for h in headers] for s in summ]))
+    summ = [releases.summary(r) for r in rows]
+    headers = ["release", "dataset", "method", "status", "risk failures", "groups", "published", "suppressed",
+               "AIL", "SR", "NCP%", "query error", "vulnerable", "seconds"]
+    print(table(headers, [[s.get(h) for h in headers] for s in summ]))
 
 
 def _show(dsn, dataset, limit):
     with connect(dsn) as conn:
-        for which in ("gt", "st"):
+        for which in releases.views(conn, dataset):
             cols, rows = releases.view_rows(conn, dataset, which, limit)
             print(f"\npganon_release.{dataset}_{which} (first {limit} rows)")
             print(table(cols, rows))
@@ -411,13 +459,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None, help="synthetic datasets: the seed")
     s.set_defaults(fn=cmd_dataset)
 
-    s = sub.add_parser("publish", parents=[common], help="publish a verified release")
+    s = sub.add_parser("publish", parents=[common],
+                       help="publish a candidate release: verified, measured, risk-assessed, not yet visible")
     s.add_argument("dataset"); s.add_argument("method")
     s.add_argument("--param", "-p", action="append", metavar="NAME=VALUE", help="a method parameter (JSON value)")
     s.add_argument("--params", default=None, help="all parameters as one JSON object")
     s.add_argument("--show", type=int, default=0, metavar="N", help="then print the first N rows of GT and ST")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.add_argument("--promote", action="store_true",
+                   help="promote it in the same transaction (nothing is kept when the policy refuses it)")
     s.set_defaults(fn=cmd_publish)
+    s = sub.add_parser("promote", parents=[common],
+                       help="make a release the current one analysts read (refused when it breaks the policy)")
+    s.add_argument("release", type=int, help="a candidate, or a superseded release to go back to")
+    s.set_defaults(fn=cmd_promote)
+    s = sub.add_parser("risk", parents=[common], help="a release's risk from the analyst's seat, with thresholds")
+    s.add_argument("release", help="a release id, or a dataset name for its current release")
+    s.add_argument("--failing", action="store_true", help="only the figures that break the policy")
+    s.add_argument("--json", action="store_true", help="as JSON")
+    s.set_defaults(fn=cmd_risk)
+    s = sub.add_parser("set-policy", parents=[common], help="risk thresholds promote enforces for a dataset")
+    s.add_argument("dataset")
+    s.add_argument("policy", help='JSON object, e.g. \'{"prosecutor_risk_max": 0.1, "published_share": 0.8}\'; '
+                                  "a measure left out takes each release's promise, null switches it off")
+    s.set_defaults(fn=cmd_set_policy)
     s = sub.add_parser("verify", parents=[common], help="re-run a release's independent checks")
     s.add_argument("release", help="a release id, or a dataset name for its current release")
     s.set_defaults(fn=cmd_verify)
@@ -468,6 +533,11 @@ def main(argv=None) -> int:
             raise
         print(f"pganon: verification failed: {exc}", file=sys.stderr)
         return 1
+    except PolicyRefused as exc:
+        if args.traceback:
+            raise
+        print(f"pganon: refused: {exc}", file=sys.stderr)
+        return 3
     except (PganonError, psycopg.Error) as exc:
         if args.traceback:
             raise

@@ -17,6 +17,7 @@ SQLSTATES = {
     "PA006": "a release failed its own verification",
     "PA007": "engine version mismatch: reconnect",
     "PA008": "dependent objects block the operation",
+    "PA009": "refused: the release breaks the dataset's policy (promote)",
 }
 
 
@@ -37,6 +38,10 @@ class VerificationFailed(PganonError):
     """A release failed its independent verification; nothing was published."""
 
 
+class PolicyRefused(PganonError):
+    """Promote refused a release whose risk breaks the dataset's policy; nothing changed."""
+
+
 def from_db_error(exc: Exception) -> PganonError | None:
     """Turn a psycopg error raised by a pganon SQL function into a PganonError, else None."""
     state = getattr(exc, "sqlstate", None)
@@ -45,5 +50,8 @@ def from_db_error(exc: Exception) -> PganonError | None:
     diag = getattr(exc, "diag", None)
     message = (diag.message_primary if diag else None) or str(exc).splitlines()[0]
     hint = diag.message_hint if diag else None
-    cls = VerificationFailed if state == "PA006" else PganonError
+    detail = diag.message_detail if diag else None
+    if state == "PA009" and detail:
+        message = f"{message}\n{detail}"
+    cls = {"PA006": VerificationFailed, "PA009": PolicyRefused}.get(state, PganonError)
     return cls(message, sqlstate=state, hint=hint)

@@ -176,7 +176,7 @@ def status(dsn: str | None = None) -> dict:
         inst = conn.execute("SELECT version, engine_hash, installed_at FROM pganon._installation").fetchone()
         rev = conn.execute("SELECT version_num FROM pganon.alembic_version").fetchone()
         counts = conn.execute(
-            "SELECT (SELECT count(*) FROM pganon.dataset), (SELECT count(*) FROM pganon.release WHERE status = 'published')"
+            "SELECT (SELECT count(*) FROM pganon.dataset), (SELECT count(*) FROM pganon.release WHERE status <> 'dropped')"
         ).fetchone()
     current = engine_hash(engine_modules())
     return {"installed": True, "version": inst[0], "catalog_revision": rev[0] if rev else None,

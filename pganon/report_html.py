@@ -145,6 +145,37 @@ def _guarantee(method, params, model):
     return f"{escape(name)}" + (f" <span class=\"small\">{escape(text)}</span>" if text else "")
 
 
+def _risk_section(rows) -> str:
+    """The risk figures of one release beside their thresholds (pganon.risk)."""
+    failing = [r for r in rows if r["passed"] is False]
+    head = ("<span class=\"ok\">✓ the dataset's policy holds</span>" if not failing else
+            f"<span class=\"no\">✗ {len(failing)} figure(s) break the dataset's policy: promote refuses it</span>")
+    mark = {True: "<span class=\"ok\">✓</span>", False: "<span class=\"no\">✗</span>", None: "<span class=\"na\">–</span>"}
+    cells = [[(escape(r["measure"]), None), (escape(r["scope"]), None), (_num(r["value"]), None),
+              (_num(r["threshold"]), None), (mark[r["passed"]], None), (escape(r["detail"] or ""), None)] for r in rows]
+    return (f"<section><h2>What an analyst can learn {head}</h2><p class=\"note\">Measured from the analyst's seat: "
+            "the published relations and the release's promise only. Threshold: the dataset's policy, else what the "
+            "release promises; – means informational.</p>" +
+            _table(["measure", "scope", "value", "threshold", "passes", "detail"], cells, left=(0, 1, 5), wrap=(5,)) +
+            "</section>")
+
+
+def _risk_cells(rows):
+    """At-a-glance cells: figures that break the policy, the worst prosecutor risk and attacker
+    confidence, each with its threshold."""
+    def worst(measure):
+        got = [r for r in rows or [] if r["measure"] == measure and r["value"] is not None]
+        if not got:
+            return ("<span class=\"na\">n/a</span>", None)
+        r = max(got, key=lambda x: x["value"])
+        thr = f" <span class=\"small\">≤ {_num(r['threshold'])}</span>" if r["threshold"] is not None else ""
+        cls = {False: "no", True: "ok"}.get(r["passed"], "")
+        return (f"<span class=\"{cls}\">{_num(r['value'])}</span>{thr}", r["value"])
+    n_fail = sum(1 for r in rows or [] if r["passed"] is False)
+    fail = (f"<span class=\"{'no' if n_fail else 'ok'}\">{n_fail}</span>", n_fail)
+    return [fail, worst("prosecutor_risk_max"), worst("attacker_confidence_max")]
+
+
 def _mean_conf(conf):
     vals = [v["mean"] for k, v in (conf or {}).items() if not k.startswith("(")]
     return sum(vals) / len(vals) if vals else None
@@ -179,7 +210,7 @@ def compare_html(res: dict) -> str:
         sw = f"<span class=\"swatch\" style=\"background:{colours.colour(method)}\"></span>{escape(method)}"
         if r is None:
             err = next((f["error"] for f in res["failures"] if f["method"] == method), "not run")
-            rows.append([(sw, None), (f"<span class=\"no\">failed</span>: {escape(err)}", None)] + [("–", None)] * 10)
+            rows.append([(sw, None), (f"<span class=\"no\">failed</span>: {escape(err)}", None)] + [("–", None)] * 13)
             continue
         m = r["measures"]
         if m.get("not_comparable"):
@@ -189,7 +220,7 @@ def compare_html(res: dict) -> str:
         are0 = (m.get("are") or {}).get(str(theta0))
         ratio = r["wall_seconds"] / copy_full if copy_full else None
         rows.append([(sw, None), (_guarantee(method, r["params"], m.get("model")), None),
-                     ("<span class=\"ok\">✓ verified</span>", None),
+                     ("<span class=\"ok\">✓ verified</span>", None), *_risk_cells(r.get("risk")),
                      (_num(100 * m.get("suppression", 0.0)), 100 * m.get("suppression", 0.0)),
                      (_num(m.get("ncp_percent")), m.get("ncp_percent")),
                      (_num(m.get("kl_divergence")), m.get("kl_divergence")),
@@ -200,10 +231,11 @@ def compare_html(res: dict) -> str:
                      (_num(vuln) if vuln is not None else "<span class=\"na\">n/a</span>", vuln),
                      (f"{_num(r['wall_seconds'])}" + (f" <span class=\"small\">({ratio:.0f}× copy)</span>" if ratio else ""),
                       r["wall_seconds"])])
-    headers = ["method", "promise", "verified", "suppressed %", "NCP %", "KL (nats)", f"ARE θ={theta0}", "DM",
+    headers = ["method", "promise", "verified", "policy failures", "prosecutor risk", "attacker confidence",
+               "suppressed %", "NCP %", "KL (nats)", f"ARE θ={theta0}", "DM",
                "median class", "SA confidence mean / max", "vulnerable", "seconds"]
     body.append("<section><h2>At a glance</h2>" + _table(headers, rows, left=(0, 1),
-                rank={3: "low", 4: "low", 5: "low", 6: "low", 7: "low", 9: "low", 10: "low", 11: "low"})
+                rank={6: "low", 7: "low", 8: "low", 9: "low", 10: "low", 12: "low", 13: "low", 14: "low"})
                 + f"<p class=\"small\">Default setting k = {st['k0']}, l = {st['l0']} (where a method takes them). "
                 "Green: best in its column, red: worst. Every release passed its independent verification before it "
                 "was measured (a release that fails it is never published). KL divergence and ARE compare the "
@@ -393,6 +425,8 @@ def release_html(rep: dict) -> str:
                                                            "<span class=\"no\">✗</span>"), None),
                                                          (escape(c["detail"] or ""), None)] for c in checks],
                        left=(0, 2)) + "</section>")
+    if rep.get("risk") is not None:
+        body.append(_risk_section(rep["risk"]))
     met = info.get("metrics") or {}
     cost = [("NCP %", m.get("ncp_percent")), ("KL divergence (nats)", m.get("kl_divergence")),
             ("DM", m.get("dm")), ("classes", m.get("classes")),

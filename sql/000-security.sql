@@ -1,8 +1,8 @@
 -- pganon: security model, stated once.
 --
 -- Threat model. The source tables hold microdata about people. Analysts (role pganon_reader) may
--- read only the stable release views in schema pganon_release: the published GT/ST of the newest
--- release of each dataset. They may not read the source, the catalog, the engine's work tables
+-- read only the stable release views in schema pganon_release: the GT/ST and promise of the
+-- current release of each dataset (a candidate is invisible until pganon.promote makes it current). They may not read the source, the catalog, the engine's work tables
 -- or the row-to-group maps in pganon_data (a map re-identifies every published row). Publishing,
 -- verifying and managing the catalog is for the database owner / an admin who can already read
 -- the source. Every function below is SECURITY INVOKER and pins search_path, so a caller cannot
@@ -15,6 +15,7 @@
 --   PA001 unknown object      PA002 invalid argument     PA003 incomplete metadata
 --   PA004 bad data            PA005 unsatisfiable        PA006 verification failed
 --   PA007 engine mismatch     PA008 dependent objects block the operation
+--   PA009 promote refused: the release breaks the dataset's policy
 
 CREATE OR REPLACE FUNCTION pganon.version() RETURNS text
 LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp

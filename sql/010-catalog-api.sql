@@ -35,9 +35,9 @@ AS $$
 #variable_conflict use_column
 DECLARE did int;
 BEGIN
-  IF name IS NULL OR octet_length(name) NOT BETWEEN 1 AND 56 THEN
-    RAISE EXCEPTION 'dataset name must be 1 to 56 bytes long' USING ERRCODE = 'PA002',
-      HINT = 'release views are named <dataset>_gt and <dataset>_st, which must fit in 63 bytes';
+  IF name IS NULL OR octet_length(name) NOT BETWEEN 1 AND 55 THEN
+    RAISE EXCEPTION 'dataset name must be 1 to 55 bytes long' USING ERRCODE = 'PA002',
+      HINT = 'release views are named <dataset>_gt ... <dataset>_promise, which must fit in 63 bytes';
   END IF;
   IF (SELECT c.relkind FROM pg_class c WHERE c.oid = source) NOT IN ('r', 'p', 'v', 'm', 'f') THEN
     RAISE EXCEPTION '% is not a table or view', source USING ERRCODE = 'PA002';
@@ -173,7 +173,7 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE did int := pganon._dataset_id(dataset); rid bigint;
 BEGIN
-  FOR rid IN SELECT id FROM pganon.release WHERE dataset_id = did AND status = 'published' LOOP
+  FOR rid IN SELECT id FROM pganon.release WHERE dataset_id = did AND status <> 'dropped' LOOP
     PERFORM pganon.drop_release(rid);
   END LOOP;
   DELETE FROM pganon.dataset WHERE id = did;

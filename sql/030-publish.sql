@@ -1,31 +1,46 @@
 -- Publishing: the PL/Python entry point and the view swap it ends with.
 
 DROP FUNCTION IF EXISTS pganon._publish(text, text, jsonb);  -- replaced by pganon._call('publish')
-CREATE OR REPLACE FUNCTION pganon.publish(dataset text, method text, params jsonb DEFAULT '{}')
+DROP FUNCTION IF EXISTS pganon.publish(text, text, jsonb);    -- gained the promote argument
+CREATE OR REPLACE FUNCTION pganon.publish(dataset text, method text, params jsonb DEFAULT '{}',
+                                          promote boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE sql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$ SELECT (pganon._call('publish', jsonb_build_object('dataset', dataset, 'method', method,
-                                                         'params', coalesce(params, '{}'))))::bigint $$;
-COMMENT ON FUNCTION pganon.publish(text, text, jsonb) IS
-  'Publish a verified release of a dataset in one transaction; returns the release id. '
-  'Takes a SHARE lock on the source table while it runs. Methods: mbf, msdcf, mmdcf, mbf_mslf, '
-  'msdcf_mslf, mmdcf_mslf (bucketization), ck_anonymization, pk_angelization (GT/ST with bucket links), '
-  'gaa, mondrian (generalization); parameters per method in docs/sql-api.md. '
-  'Example: SELECT pganon.publish(''adult'', ''mmdcf_mslf'', ''{"d": 3}'');';
+                                                         'params', coalesce(params, '{}'),
+                                                         'promote', coalesce(promote, false))))::bigint $$;
+COMMENT ON FUNCTION pganon.publish(text, text, jsonb, boolean) IS
+  'Publish a candidate release of a dataset in one transaction: verified, measured and risk-assessed, '
+  'invisible to analysts until pganon.promote(release) (or promote => true here, which refuses and '
+  'rolls back the whole publish when the dataset''s policy does not hold). Returns the release id. '
+  'Takes a SHARE lock on the source table while it runs. Methods: mbf, msdcf, mmdcf, mbf_mslf, msdcf_mslf, '
+  'mmdcf_mslf, anatomy (bucketization), ck_anonymization, pk_angelization (GT/ST with bucket links), gaa, '
+  'mondrian, semantic (generalization), danonyir, geneir, one_m_generalization (persons), rating; '
+  'parameters per method in docs/sql-api.md. Example: SELECT pganon.publish(''adult'', ''mmdcf_mslf'', ''{"d": 3}'');';
+
+CREATE OR REPLACE FUNCTION pganon.promote(release bigint) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT (pganon._call('promote', jsonb_build_object('release_id', release)))::bigint $$;
+COMMENT ON FUNCTION pganon.promote(bigint) IS
+  'Make a candidate (or superseded) release the dataset''s current release: the views in pganon_release '
+  'switch to it in this transaction. Refused (PA009, with the failing figures) when its risk breaks the '
+  'dataset''s policy (pganon.risk, pganon.set_policy) or it keeps the engine''s own numbering. '
+  'Going back to an earlier release is a promote of that release.';
 
 DROP FUNCTION IF EXISTS pganon._expose(text, text, text);
 CREATE OR REPLACE FUNCTION pganon._expose(dataset text, relations jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
--- The stable views <dataset>_gt, <dataset>_st and, for releases that have one, <dataset>_st_long
--- (the ST in long form). A view the release does not have is dropped.
+-- The stable views <dataset>_gt, <dataset>_st, <dataset>_promise (what the release guarantees)
+-- and, for releases that have one, <dataset>_st_long (the ST in long form). A view the release
+-- does not have is dropped. Called by promote only.
 DECLARE
   suffix text;
   v text;
   target text;
   deps text;
 BEGIN
-  FOREACH suffix IN ARRAY ARRAY['gt', 'st', 'st_long'] LOOP
+  FOREACH suffix IN ARRAY ARRAY['gt', 'st', 'st_long', 'promise'] LOOP
     v := dataset || '_' || suffix;
     target := relations->>suffix;
     SELECT string_agg(DISTINCT c.oid::regclass::text, ', ') INTO deps
@@ -53,7 +68,7 @@ BEGIN
       EXECUTE format('CREATE VIEW pganon_release.%I AS SELECT * FROM %s', v, target::regclass);
     END;
     EXECUTE format('COMMENT ON VIEW pganon_release.%I IS %L', v,
-                   format('pganon: newest release of dataset %s (%s)', dataset, target));
+                   format('pganon: current release of dataset %s (%s)', dataset, target));
     EXECUTE format('GRANT SELECT ON pganon_release.%I TO pganon_reader', v);
   END LOOP;
 END $$;

@@ -45,10 +45,10 @@ DECLARE
   gt regclass := (lay->'relations'->>'gt')::regclass;
   st regclass := (lay->'relations'->>'st')::regclass;
   map regclass := (lay->'relations'->>'map')::regclass;
-  lv regclass := (lay->'relations'->>'levels')::regclass;
   keycol text := lay->>'key';
   lsl boolean := lay->>'model' = 'lsl';
   lbase int := (lay->>'l')::int;
+  mg int := coalesce((lay->>'min_group')::int, 1);   -- releases before min_group promised 1
   sa text;
   q jsonb;
   n bigint; m bigint; k bigint; bad bigint;
@@ -81,10 +81,14 @@ BEGIN
                    ELSE format('%s group(s) below l = %s, e.g. %s', k, lbase, detail) END;
     RETURN NEXT;
   END IF;
+  -- L_sl: each value's l comes from the catalog (the l of its security level), never from the
+  -- release's own level table; a value without a level gets no l and fails.
   SELECT string_agg(CASE WHEN lsl THEN format(
-           'SELECT st.group_id, %L AS sa, st.%I::text AS v, sum(st.count) AS c, max(lv.l) AS l FROM %s st
-              LEFT JOIN %s lv ON lv.sa = %L AND lv.value = st.%I::text
-             WHERE lv.l IS DISTINCT FROM 1 GROUP BY 1, 3', x, x, st, lv, x, x)
+           'SELECT st.group_id, %1$L AS sa, st.%2$I::text AS v, sum(st.count) AS c, max(cl.l) AS l FROM %3$s st
+              LEFT JOIN pganon.security_level cs ON cs.dataset_id = %4$s AND cs.column_name = %1$L
+                                                AND cs.value = st.%2$I::text
+              LEFT JOIN pganon.level_l cl ON cl.dataset_id = cs.dataset_id AND cl.level = cs.level
+             WHERE cl.l IS DISTINCT FROM 1 GROUP BY 1, 3', x, x, st, dataset_id)
          ELSE format('SELECT group_id, %L AS sa, %I::text AS v, sum(count) AS c, %s AS l FROM %s
                        WHERE %s > 1 GROUP BY 1, 3', x, x, coalesce(lbase, 0), st, coalesce(lbase, 0)) END,
                     ' UNION ALL ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
@@ -99,6 +103,20 @@ BEGIN
     detail := CASE WHEN passed THEN 'every group is ' || CASE WHEN lsl THEN 'L_sl-diverse per sensitive attribute'
                    ELSE format('%s-diverse per sensitive attribute', lbase) END
               ELSE format('%s violation(s), e.g. %s', bad, ex) END;
+    RETURN NEXT;
+
+    -- min_group (the promise that no row's whole sensitive vector is exposed): every group has
+    -- at least mg rows and no sensitive vector fills more than 1/mg of it
+    SELECT string_agg(format('%I', x), ', ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
+    EXECUTE format(
+      'SELECT count(*), min(format(''group %%s: a sensitive vector on %%s of its %%s rows'', v.group_id, v.c, stn.n))
+         FROM (SELECT group_id, sum(count) AS c FROM %1$s GROUP BY group_id, %2$s) v
+         JOIN (SELECT group_id, sum(count) AS n FROM %1$s GROUP BY 1) stn USING (group_id)
+        WHERE v.c * %3$s > stn.n', st, sa_cols, mg) INTO bad, ex;
+    "check" := 'min_group'; passed := bad = 0;
+    detail := CASE WHEN NOT passed THEN format('%s group(s) expose a sensitive vector above 1/%s, e.g. %s', bad, mg, ex)
+                   WHEN mg = 1 THEN 'min_group = 1: groups of one and whole sensitive vectors may be published (the paper''s setting)'
+                   ELSE format('every group has at least %s rows and no sensitive vector above 1/%s of them', mg, mg) END;
     RETURN NEXT;
   END IF;
 
@@ -220,8 +238,22 @@ BEGIN
                  ELSE format('%s QI vector(s) below k = %s, e.g. %s', bad, k, ex) END;
   RETURN NEXT;
 
+  -- a dataset with a person column: k, the privacy model (and semantic rules) count persons,
+  -- and persons stay whole when the layout says so (046-verify-person.sql)
+  IF lay ? 'person' THEN
+    RETURN QUERY SELECT * FROM pganon._verify_person_k(map, source, keycol, lay->>'person', gt,
+                                                       ARRAY(SELECT x->>'column' FROM jsonb_array_elements(lay->'qis') x), k);
+    RETURN QUERY SELECT * FROM pganon._verify_person_privacy(map, source, keycol, lay->>'person', gt,
+                   ARRAY(SELECT x->>'column' FROM jsonb_array_elements(lay->'qis') x),
+                   ARRAY(SELECT jsonb_array_elements_text(lay->'sas')), priv, coalesce((lay->>'persons_whole')::boolean, false));
+    IF lay ? 'semantic' THEN
+      RETURN QUERY SELECT * FROM pganon._verify_person_rules(lay, source);
+    END IF;
+  END IF;
+
   -- the privacy model the release promises beyond k, per published SA, over the QI vectors
-  IF priv IS NOT NULL AND jsonb_typeof(priv) = 'object' THEN
+  -- (over persons above when there is a person column)
+  IF priv IS NOT NULL AND jsonb_typeof(priv) = 'object' AND NOT lay ? 'person' THEN
     FOR sa IN SELECT jsonb_array_elements_text(lay->'sas') LOOP
       IF priv->>'model' = 'l_diversity' THEN
         EXECUTE format('SELECT min(c) FROM (SELECT count(DISTINCT %I) AS c FROM %s GROUP BY %s) x', sa, gt, qcols) INTO val;
@@ -260,7 +292,11 @@ BEGIN
   FOR qi IN SELECT * FROM jsonb_array_elements(lay->'qis') LOOP
     i := i + 1;
     IF qi->>'form' = 'range' THEN
-      cover := cover || format(' OR NOT s.%1$I <@ v.%1$I', qi->>'column');
+      -- the record's value in the range's own subtype (a smallint or real QI is published as an
+      -- int4range / numrange, and <@ does not cast across types)
+      cover := cover || format(' OR NOT s.%1$I::%2$s <@ v.%1$I', qi->>'column',
+                               (SELECT format_type(r.rngsubtype, NULL) FROM pg_attribute a JOIN pg_range r ON r.rngtypid = a.atttypid
+                                 WHERE a.attrelid = gt AND a.attname = qi->>'column'));
     ELSIF qi->>'form' = 'values' THEN
       cover := cover || format(' OR NOT s.%1$I::text = ANY (v.%1$I)', qi->>'column');
     ELSE  -- a hierarchy label: the record's value must be a leaf below it
@@ -295,7 +331,7 @@ DECLARE r record;
 BEGIN
   SELECT x.layout, x.status, x.source_rows, x.suppressed_rows, x.dataset_id, d.source INTO r
     FROM pganon.release x JOIN pganon.dataset d ON d.id = x.dataset_id WHERE x.id = release;
-  IF NOT FOUND OR r.status <> 'published' THEN
+  IF NOT FOUND OR r.status = 'dropped' THEN
     RAISE EXCEPTION 'release % does not exist or was dropped', release USING ERRCODE = 'PA001',
       HINT = 'list releases with SELECT * FROM pganon.releases';
   END IF;

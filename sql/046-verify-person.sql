@@ -232,3 +232,136 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION pganon._verify_person(jsonb, regclass, bigint, bigint, int) IS
   'Internal (verifier): checks of a person-aware release (danonyir, geneir, one_m_generalization).';
+
+-- Person-level checks of releases whose records are not grouped per person by construction
+-- (generalized: mondrian, gaa, semantic), for a dataset that declares a person column. A
+-- published class is a distinct published QI vector; its persons are read from the map and the
+-- source (the GT publishes no person id). Written from the definitions, not from the engine.
+
+CREATE OR REPLACE FUNCTION pganon._verify_person_k(map regclass, source regclass, keycol text, personcol text,
+                                                   gt regclass, qis text[], k int, grp text DEFAULT 'class_id')
+RETURNS TABLE ("check" text, passed boolean, detail text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
+AS $$
+-- k over persons: every published QI vector of the GT holds records of at least k distinct persons
+-- (map: key -> grp; the GT: grp -> published QI vector; the source: key -> person). With no QIs
+-- given, every group grp of the GT is a class (e.g. a bucketization group).
+DECLARE
+  what text := CASE WHEN cardinality(qis) > 0 THEN 'QI vector' ELSE 'group' END;
+  qcols text := coalesce((SELECT string_agg(format('g.%I', q), ', ') FROM unnest(qis) q), format('g.%I', grp));
+  bad bigint; n bigint; low bigint; ex text;
+BEGIN
+  EXECUTE format('SELECT count(*), count(*) FILTER (WHERE p < $1), min(p),
+                         min(format(''a %%s on %%s record(s) of %%s person(s)'', $2, r, p)) FILTER (WHERE p < $1)
+                    FROM (SELECT count(*) AS r, count(DISTINCT s.%1$I) AS p
+                            FROM (SELECT DISTINCT g.%7$I%8$s FROM %3$s g) g JOIN %4$s m USING (%7$I)
+                            JOIN %5$s s USING (%6$I) GROUP BY %2$s) x',
+                 personcol, qcols, gt, map, source, keycol, grp,
+                 CASE WHEN cardinality(qis) > 0 THEN ', ' || qcols ELSE '' END) USING k, what INTO n, bad, low, ex;
+  "check" := 'k_anonymity_persons'; passed := bad = 0 AND n > 0;
+  detail := CASE WHEN passed THEN format('every %s of the GT holds records of at least k = %s persons (%s) (fewest: %s)',
+                                         what, k, personcol, low)
+                 ELSE format('%s of %s %s(s) hold fewer than k = %s persons (%s), e.g. %s', bad, n, what, k, personcol,
+                             coalesce(ex, 'none published')) END;
+  RETURN NEXT;
+END $$;
+COMMENT ON FUNCTION pganon._verify_person_k(regclass, regclass, text, text, regclass, text[], int, text) IS
+  'Internal (verifier): k over persons: every published QI vector (or, without QIs, every group) of a GT holds records of >= k distinct persons (from the map and the source).';
+
+CREATE OR REPLACE FUNCTION pganon._verify_person_privacy(map regclass, source regclass, keycol text, personcol text,
+                                                         gt regclass, qis text[], sas text[], priv jsonb, whole boolean)
+RETURNS TABLE ("check" text, passed boolean, detail text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
+AS $$
+-- A generalized release's privacy model read over persons, per published QI vector (class) and
+-- SA: a person counts once per value she holds in the class. distinct l: >= l distinct values;
+-- entropy l: the entropy of the class's (person, value) pairs >= ln l; (alpha, k): persons holding
+-- a value / persons of the class <= alpha; t-closeness: the distance between the class's pairs and
+-- the published table's pairs (l1, halved for the equal distance) <= t. With whole, every person's
+-- records are in one class (no value set of a person can be intersected across classes).
+DECLARE
+  qcols text := (SELECT string_agg(format('g.%I', q), ', ') FROM unnest(qis) q);
+  base text; sa text; model text := priv->>'model'; val float8; bad bigint; ex text;
+BEGIN
+  -- (published class, person, value of SA v) per published record; built once per SA with one
+  -- format() call, so no name is ever read as a format string
+  IF whole THEN
+    base := format('SELECT dense_rank() OVER (ORDER BY %1$s) AS cls, s.%2$I AS p
+                      FROM (SELECT DISTINCT class_id, %1$s FROM %3$s g) g JOIN %4$s m USING (class_id)
+                      JOIN %5$s s USING (%6$I)', qcols, personcol, gt, map, source, keycol);
+    EXECUTE format('SELECT count(*), min(format(''person %%s in %%s classes'', p, c))
+                      FROM (SELECT p, count(DISTINCT cls) AS c FROM (%s) r GROUP BY p HAVING count(DISTINCT cls) > 1) x',
+                   base) INTO bad, ex;
+    "check" := 'persons_whole'; passed := bad = 0;
+    detail := CASE WHEN passed THEN format('every person (%s) has all her records in one QI vector', personcol)
+                   ELSE format('%s person(s) have records in several QI vectors, e.g. %s', bad, ex) END;
+    RETURN NEXT;
+  END IF;
+  IF priv IS NULL OR jsonb_typeof(priv) <> 'object' THEN
+    RETURN;
+  END IF;
+  FOREACH sa IN ARRAY sas LOOP
+    base := format('SELECT dense_rank() OVER (ORDER BY %1$s) AS cls, s.%2$I AS p, s.%7$I::text AS v
+                      FROM (SELECT DISTINCT class_id, %1$s FROM %3$s g) g JOIN %4$s m USING (class_id)
+                      JOIN %5$s s USING (%6$I)', qcols, personcol, gt, map, source, keycol, sa);
+    IF model = 'l_diversity' THEN
+      EXECUTE format('SELECT min(c) FROM (SELECT count(DISTINCT v) AS c FROM (%s) r GROUP BY cls) x', base) INTO val;
+      passed := val >= (priv->>'l')::float8;
+    ELSIF model = 'entropy_l_diversity' THEN
+      EXECUTE format('WITH pv AS (SELECT DISTINCT cls, p, v FROM (%s) r),
+                           q AS (SELECT cls, count(*)::float8 / sum(count(*)) OVER (PARTITION BY cls) AS q FROM pv GROUP BY cls, v)
+                      SELECT min(h) FROM (SELECT -sum(q * ln(q)) AS h FROM q GROUP BY cls) x', base) INTO val;
+      val := exp(val);
+      passed := ln(val) >= ln((priv->>'l')::float8) - 1e-9;
+    ELSIF model = 'alpha_k_anonymity' THEN
+      EXECUTE format('WITH r AS (%s), n AS (SELECT cls, count(DISTINCT p) AS n FROM r GROUP BY cls)
+                      SELECT max(c::float8 / n.n) FROM (SELECT cls, v, count(DISTINCT p) AS c FROM r GROUP BY cls, v) x
+                        JOIN n USING (cls)', base) INTO val;
+      passed := val <= (priv->>'alpha')::float8 + 1e-12;
+    ELSE  -- t_closeness over (person, value) pairs: sum over all values of |q - p| (l1), halved for equal
+      EXECUTE format('WITH pv AS (SELECT DISTINCT cls, p, v FROM (%s) r),
+                           g AS (SELECT v, count(*)::float8 / sum(count(*)) OVER () AS p FROM (SELECT DISTINCT p, v FROM pv) y GROUP BY v),
+                           c AS (SELECT cls, v, count(*)::float8 / sum(count(*)) OVER (PARTITION BY cls) AS q FROM pv GROUP BY cls, v)
+                      SELECT max(d) FROM (SELECT cls, sum(abs(c.q - g.p) - g.p) + 1 AS d FROM c JOIN g USING (v) GROUP BY cls) x',
+                     base) INTO val;
+      IF priv->>'distance' = 'equal' THEN val := val / 2; END IF;
+      passed := val <= (priv->>'t')::float8 + 1e-9;
+    END IF;
+    "check" := format('%s(%s)', model, sa);
+    detail := format('achieved %s over the persons (%s) of each QI vector; required %s', round(val::numeric, 6),
+                     personcol, (priv - 'model')::text);
+    RETURN NEXT;
+  END LOOP;
+END $$;
+COMMENT ON FUNCTION pganon._verify_person_privacy(regclass, regclass, text, text, regclass, text[], text[], jsonb, boolean) IS
+  'Internal (verifier): a generalized release''s privacy model over persons per published QI vector, and persons kept whole.';
+
+CREATE OR REPLACE FUNCTION pganon._verify_person_rules(lay jsonb, source regclass)
+RETURNS TABLE ("check" text, passed boolean, detail text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
+AS $$
+-- Semantic rules over persons: in no class do at least `coverage` of the persons hold a value
+-- that a recorded rule matches (pganon._semantic_match, the record-level check's predicate).
+DECLARE
+  map regclass := (lay->'relations'->>'map')::regclass;
+  theta numeric := (lay->'semantic'->>'coverage')::numeric;
+  r jsonb; n bigint; bad bigint := 0; ex text; first text;
+BEGIN
+  FOR r IN SELECT * FROM jsonb_array_elements(lay->'semantic'->'rules') LOOP
+    EXECUTE format('SELECT count(*), min(format(''class %%s: rule %%s matches a value of %%s of %%s persons'', class_id, %1$L, h, c))
+                      FROM (SELECT class_id, count(*) AS c, count(*) FILTER (WHERE hit) AS h
+                              FROM (SELECT m.class_id, s.%2$I, bool_or(pganon._semantic_match(s.%3$I::text, %4$L, %5$L::text[])) AS hit
+                                      FROM %6$s m JOIN %7$s s USING (%8$I) GROUP BY 1, 2) y GROUP BY 1) x
+                     WHERE h >= $1 * c', r->>'id', lay->>'person', r->>'sa', r->>'predicate',
+                   ARRAY(SELECT jsonb_array_elements_text(r->'vals')), map, source, lay->>'key')
+      USING theta INTO n, ex;
+    bad := bad + n;
+    first := coalesce(first, ex);
+  END LOOP;
+  "check" := 'no_effective_rule_persons'; passed := bad = 0;
+  detail := CASE WHEN passed THEN format('in no class do %s of the persons (%s) hold a value a semantic rule matches', theta, lay->>'person')
+                 ELSE format('%s (class, rule) pair(s) at person coverage >= %s, e.g. %s', bad, theta, first) END;
+  RETURN NEXT;
+END $$;
+COMMENT ON FUNCTION pganon._verify_person_rules(jsonb, regclass) IS
+  'Internal (verifier): semantic rules judged over persons: no class where coverage of its persons hold a matched value.';

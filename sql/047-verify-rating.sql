@@ -20,12 +20,16 @@ DECLARE
 BEGIN
   SELECT array_agg(q->>'column') || ARRAY(SELECT jsonb_array_elements_text(lay->'sas')) INTO attrs
     FROM jsonb_array_elements(lay->'qis') q;
-  -- 1. every group of every attribute holds at least SC pairwise-distinct values, none twice
-  EXECUTE format('SELECT count(*), min(format(''%%s group %%s: %%s distinct value(s), largest count %%s, SC %%s'',
-                         attribute, group_id, nv, mx, sc))
-                    FROM (SELECT attribute, group_id, count(*) AS nv, max(count) AS mx,
+  -- 1. every group of every attribute holds at least SC pairwise-distinct values, none twice:
+  -- distinct values are counted (NULL as one), not IDT rows, and a value on two rows or with a
+  -- count other than 1 fails
+  EXECUTE format('SELECT count(*), min(format(''%%s group %%s: %%s distinct value(s) in %%s row(s), counts %%s to %%s, SC %%s'',
+                         attribute, group_id, nv, nr, mn, mx, sc))
+                    FROM (SELECT attribute, group_id, count(DISTINCT value) + max((value IS NULL)::int) AS nv,
+                                 count(*) AS nr, min(count) AS mn, max(count) AS mx,
                                  ($1->>attribute)::int AS sc FROM %s GROUP BY 1, 2) g
-                   WHERE nv < sc OR mx > 1 OR sc IS NULL', idt) USING lay->'sc' INTO bad, ex;
+                   WHERE nv < sc OR nr > nv OR mn IS DISTINCT FROM 1 OR mx IS DISTINCT FROM 1 OR sc IS NULL', idt)
+    USING lay->'sc' INTO bad, ex;
   "check" := 'sc_diversity'; passed := bad = 0;
   detail := CASE WHEN passed THEN 'every group of every attribute holds at least SC pairwise-distinct values'
                  ELSE format('%s group(s) violate it, e.g. %s', bad, ex) END;

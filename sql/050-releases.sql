@@ -1,14 +1,61 @@
--- Releases: the list, dropping one, and where the stable views point.
+-- Releases: the list, their risk against the dataset's policy, dropping one.
+
+CREATE OR REPLACE FUNCTION pganon.risk(release bigint)
+RETURNS TABLE (measure text, scope text, value float8, threshold float8, passed boolean, detail text)
+LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+  -- The threshold is the dataset's policy for the measure when it sets one (null: none), else
+  -- the release's own promise. published_share must reach its threshold, every other measure
+  -- must stay at or below it.
+  SELECT r.measure, r.scope, r.value, t.threshold,
+         CASE WHEN t.threshold IS NULL OR r.value IS NULL THEN NULL
+              WHEN r.measure = 'published_share' THEN r.value >= t.threshold - 1e-12
+              ELSE r.value <= t.threshold + 1e-12 END,
+         r.detail
+    FROM pganon.release_risk r
+    JOIN pganon.release x ON x.id = r.release_id
+    JOIN pganon.dataset d ON d.id = x.dataset_id,
+         LATERAL (SELECT CASE WHEN r.policy_key IS NULL THEN NULL
+                              WHEN d.policy ? r.policy_key THEN (d.policy->>r.policy_key)::float8
+                              ELSE r.promise END AS threshold) t
+   WHERE r.release_id = risk.release
+   ORDER BY r.ord
+$$;
+COMMENT ON FUNCTION pganon.risk(bigint) IS
+  'What an analyst can learn from a release, measured from the analyst''s seat when it was published '
+  '(linkage again at promote): one row per measure and scope with its threshold (the dataset''s policy, '
+  'else the release''s promise) and whether it passes (NULL: informational). See docs/concepts.md.';
 
 CREATE OR REPLACE VIEW pganon.releases AS
-SELECT r.id, d.name AS dataset, r.method, r.params, r.status,
-       r.id = (SELECT max(x.id) FROM pganon.release x WHERE x.dataset_id = r.dataset_id AND x.status = 'published')
-         AS is_current,
+SELECT r.id, d.name AS dataset, r.method, r.params, r.status, r.status = 'current' AS is_current,
        r.source_rows, r.published_rows, r.suppressed_rows, r.groups, r.metrics, r.phase_seconds,
        (SELECT sum(value::numeric) FROM jsonb_each_text(r.phase_seconds)) AS seconds,
-       r.engine_version, r.created_at
+       r.engine_version, r.created_at, r.promoted_at,
+       (SELECT count(*) FROM pganon.risk(r.id) x WHERE x.passed IS FALSE) AS risk_failures
   FROM pganon.release r JOIN pganon.dataset d ON d.id = r.dataset_id;
-COMMENT ON VIEW pganon.releases IS 'Every release: parameters, status, row counts, metrics and seconds per phase.';
+COMMENT ON VIEW pganon.releases IS
+  'Every release: parameters, status (candidate, current, superseded, dropped), row counts, metrics, '
+  'seconds per phase and how many risk figures break the dataset''s policy.';
+
+CREATE OR REPLACE FUNCTION pganon.assess(release bigint) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT (pganon._call('assess', jsonb_build_object('release', release)))::bigint $$;
+COMMENT ON FUNCTION pganon.assess(bigint) IS
+  'Measure a release''s risk again (linkage against the releases promoted now) and store it; returns the id.';
+
+CREATE OR REPLACE FUNCTION pganon.set_policy(dataset text, policy jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE did int := pganon._dataset_id(dataset);
+BEGIN
+  PERFORM pganon._call('validate_policy', jsonb_build_object('policy', coalesce(policy, '{}')));
+  UPDATE pganon.dataset SET policy = coalesce(set_policy.policy, '{}') WHERE id = did;
+END $$;
+COMMENT ON FUNCTION pganon.set_policy(text, jsonb) IS
+  'Set the risk thresholds promote enforces for a dataset: {"measure": number or null, ...}; a measure '
+  'left out takes each release''s promise, null switches its threshold off. Measures: published_share '
+  '(minimum, default 0.5), prosecutor_risk_max, records_below_k, attacker_confidence_max, order, '
+  'numbering, chain_attack, linkage, composed_prosecutor_risk (maxima). Replaces the whole policy.';
 
 CREATE OR REPLACE FUNCTION pganon.drop_release(release bigint) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
@@ -16,20 +63,18 @@ AS $$
 DECLARE
   r record;
   rel text;
-  newest bigint;
 BEGIN
-  SELECT x.*, d.name INTO r FROM pganon.release x JOIN pganon.dataset d ON d.id = x.dataset_id WHERE x.id = release;
-  IF NOT FOUND OR r.status <> 'published' THEN
+  SELECT x.*, d.name INTO r FROM pganon.release x JOIN pganon.dataset d ON d.id = x.dataset_id
+   WHERE x.id = release FOR UPDATE OF d, x;
+  IF NOT FOUND OR r.status = 'dropped' THEN
     RAISE EXCEPTION 'release % does not exist or was dropped', release USING ERRCODE = 'PA001',
       HINT = 'list releases with SELECT * FROM pganon.releases';
   END IF;
   UPDATE pganon.release x SET status = 'dropped' WHERE x.id = drop_release.release;
-  SELECT max(id) INTO newest FROM pganon.release WHERE dataset_id = r.dataset_id AND status = 'published';
-  IF newest IS NULL THEN
-    EXECUTE format('DROP VIEW IF EXISTS pganon_release.%I, pganon_release.%I, pganon_release.%I',
-                   r.name || '_gt', r.name || '_st', r.name || '_st_long');
-  ELSIF newest < release THEN
-    PERFORM pganon._expose(r.name, (SELECT layout->'relations' FROM pganon.release WHERE id = newest));
+  IF r.status = 'current' THEN
+    -- nothing falls back silently: another release is shown only when the DBA promotes it
+    EXECUTE format('DROP VIEW IF EXISTS pganon_release.%I, pganon_release.%I, pganon_release.%I, pganon_release.%I',
+                   r.name || '_gt', r.name || '_st', r.name || '_st_long', r.name || '_promise');
   END IF;
   FOR rel IN SELECT value FROM jsonb_each_text(r.layout->'relations') LOOP
     IF to_regclass(rel) IS NOT NULL THEN
@@ -38,4 +83,5 @@ BEGIN
   END LOOP;
 END $$;
 COMMENT ON FUNCTION pganon.drop_release(bigint) IS
-  'Drop a release''s relations; the stable views fall back to the newest remaining release.';
+  'Drop a release''s relations. Dropping the current release removes the dataset''s views until '
+  'another release is promoted.';

@@ -30,9 +30,32 @@ def declare_table1(conn: psycopg.Connection, dataset: str, table: str) -> None:
             conn.execute("SELECT pganon.set_security_level(%s, %s, %s, %s)", (dataset, col, value, level))
 
 
-def publish(conn, dataset: str, method: str, **params) -> int:
+def table_of(conn, name: str, columns: str, rows) -> None:
+    """CREATE TABLE name (columns) and COPY the rows in (name unquoted: tests pass plain names)."""
+    conn.execute(f"CREATE TABLE {name} ({columns})")
+    with conn.cursor().copy(f"COPY {name} FROM STDIN") as cp:
+        for r in rows:
+            cp.write_row(r)
+
+
+def declare(conn, dataset: str, key: str, roles, table: str | None = None) -> None:
+    """Register `table` (default: the dataset's name) as `dataset` and declare (column, role) pairs."""
+    conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, %s)", (dataset, table or dataset, key))
+    for col, role in roles:
+        conn.execute("SELECT pganon.set_attribute(%s, %s, %s)", (dataset, col, role))
+
+
+def publish(conn, dataset: str, method: str, promote: bool = False, **params) -> int:
+    """A candidate release (promoted in the same transaction when asked); returns its id."""
     import json
-    return conn.execute("SELECT pganon.publish(%s, %s, %s::jsonb)", (dataset, method, json.dumps(params))).fetchone()[0]
+    return conn.execute("SELECT pganon.publish(%s, %s, %s::jsonb, %s)",
+                        (dataset, method, json.dumps(params), promote)).fetchone()[0]
+
+
+def relation(conn, release: int, which: str = "gt") -> str:
+    """The quoted name of a release relation (gt, st, st_long, map ...), candidate or not."""
+    return conn.execute("SELECT layout->'relations'->>%s FROM pganon.release WHERE id = %s",
+                        (which, release)).fetchone()[0]
 
 
 def groups_of(conn, release: int, key: str = "rid") -> list[set]:

@@ -19,6 +19,8 @@ Decisions:
       and the query error as exact (the QIT answers QI-only queries exactly).
 - Y4  Group ids in creation order by default (faithful; `order = 'compact'`, anatomize N7, keeps
       every group's values with fewer runs but pairs other rows).
+- Y5  A request that would publish nothing is refused (PA005) before the plan: fewer distinct
+      SA vectors than l (with eligibility 'suppress' it would suppress every row).
 """
 
 from . import anatomize, lsl
@@ -61,11 +63,27 @@ def plan(db, ds, p, sizes):
                             hint="lower l, or publish with eligibility => 'suppress' to drop the excess") from None
 
 
+def refuse_vacuous(p, sizes):
+    """Y5: a group needs l distinct SA vectors, so with fewer in the table no group exists and
+    the release would publish nothing (eligibility = 'suppress' would suppress every row):
+    refused from the bucket counts, before the plan."""
+    n, l = sum(sizes), p["l"]
+    if len(sizes) < l:
+        tail = (f"; eligibility suppress would leave 0 of {n} rows" if p["eligibility"] == "suppress"
+                else f"; no group can be formed from its {n} rows")
+        raise unsatisfiable(f"anatomy l = {l} needs {l} distinct sensitive vectors per group; the table has "
+                            f"{len(sizes)}{tail}", hint=f"use l <= {len(sizes)}")
+
+
 def build(db, ds, p, rel, phases):
     source_rows = phases.run("snapshot", lsl.snapshot, db, ds, p)
     sizes = phases.run("buckets", lsl.bucket_table, db, ds, p)
     p["buckets"] = len(sizes)
+    refuse_vacuous(p, sizes)
     the_plan = phases.run("plan", plan, db, ds, p, sizes)
+    if the_plan.n_groups == 0:   # refuse_vacuous should make this unreachable: never publish nothing
+        raise unsatisfiable(f"anatomy l = {p['l']} formed no group: all {sum(sizes)} rows would be suppressed",
+                            hint=f"lower l (the table has {len(sizes)} distinct sensitive vectors)")
     db.run("CREATE TEMP TABLE _pganon_bl ON COMMIT DROP AS SELECT b AS bucket, $1::int AS l "
            "FROM generate_series(0, $2 - 1) b", [p["l"], len(sizes)], ["int4", "int4"])
     phases.run("assign", lsl.assign, db, ds, p, the_plan, rel, sizes)

@@ -21,7 +21,7 @@ def _release(db, release_id):
     r = db.one("SELECT r.layout::text AS layout, r.status, d.source::oid::regclass::text AS source, d.id AS dataset_id "
                "FROM pganon.release r JOIN pganon.dataset d ON d.id = r.dataset_id WHERE r.id = $1",
                [release_id], ["int8"])
-    if r is None or r["status"] != "published":
+    if r is None or r["status"] == "dropped":
         raise unknown(f"release {release_id} does not exist or was dropped",
                       hint="list releases with SELECT * FROM pganon.releases")
     return json.loads(r["layout"]), r["source"], r["dataset_id"]
@@ -33,9 +33,12 @@ def _gather(db, lay, source):
     rel, key, sas = lay["relations"], I(lay["key"]), lay["sas"]
     sa_txt = ", ".join(f"s.{I(a)}::text AS sa{j}" for j, a in enumerate(sas))
     if lay["family"] == "linked":
-        st = {}
-        for r in db.rows(f"SELECT bucket_id, sa, value FROM {rel['st_long']}"):
-            st.setdefault(r["bucket_id"], {a: set() for a in sas})[r["sa"]].add(r["value"])
+        st = {}  # the published ST's value sets, what analysts read (not its long form)
+        for r in db.rows(f"SELECT bucket_id, {', '.join(f'{I(a)}::text[] AS sa{j}' for j, a in enumerate(sas))} "
+                         f"FROM {rel['st']}"):
+            cell = st.setdefault(r["bucket_id"], {a: set() for a in sas})
+            for j, a in enumerate(sas):
+                cell[a].update(v for v in r[f"sa{j}"] or () if v is not None)
         cells = []
         for i, q in enumerate(lay["qis"]):
             c = I(q["column"])

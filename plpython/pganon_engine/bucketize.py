@@ -29,6 +29,15 @@ Algorithm: spec section 3.2 (unified pseudo-code), with these decisions:
       (default: l of the highest level present among non-empty buckets).  A16: l must be
       non-decreasing in the level and >= 1.  A17: groups are numbered 0, 1, ... in creation
       order; residual additions keep the group id.
+- A18 (not in the paper) ``min_group`` m (default 1, the paper): every group has at least m
+      records and no SA vector (bucket) holds more than floor(|G| / m) of them, so a row found
+      by its exact QIs never shows its whole vector with confidence above 1/m.  A bucket is
+      shielded like a value (A3 with l = m: ``cnt_G[b] + 1 > floor(l_G / m)``), the residual
+      test adds ``(cnt_G[b] + 1) * m <= |G| + 1``, and for MSLF l_G of top level k is the
+      smallest s >= max(l_k, m) that the buckets of level <= k can fill: in every dimension
+      sum over values of floor(s / l(v)) >= s, and (number of buckets) * floor(s / m) >= s
+      (a binary SA with l = 2 on both values admits only even groups).  The baselines take
+      l_G = l as in the paper (their l >= m already bounds every vector).
 
 Two implementations of the grouping phase produce identical plans:
 
@@ -64,6 +73,7 @@ __all__ = [
     "capacities",
     "selectivity",
     "metrics_from_plan",
+    "blocked_dimension",
     "VARIANTS",
 ]
 
@@ -183,11 +193,11 @@ class _Input:
 
     __slots__ = (
         "B", "d", "sizes", "codes", "levels", "lval", "blev", "L", "variant", "mslf",
-        "baseline_l", "tie", "seed", "nv", "lvc",
+        "baseline_l", "tie", "seed", "nv", "lvc", "lG", "min_group",
     )
 
 
-def _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed):
+def _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed, min_group=1):
     inp = _Input()
     if isinstance(variant, str):
         variant = variant.lower()
@@ -290,11 +300,38 @@ def _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, 
     inp.lvc, inp.blev, inp.L, inp.variant, inp.mslf = lvc, blev, L, variant, bool(mslf)
     inp.baseline_l, inp.tie, inp.seed, inp.nv = baseline_l, tie, seed, nv
     inp.lval = [tuple(lvc[j][codes[b][j]] for j in range(d)) for b in range(B)]
+    inp.min_group = _as_int(min_group, "min_group")
+    if inp.min_group < 1:
+        raise ValueError(f"min_group is {inp.min_group}; it must be >= 1")
+    if not mslf and inp.min_group > baseline_l:
+        raise ValueError(f"min_group = {inp.min_group} is above the baselines' l = {baseline_l}; raise l")
+    inp.lG = {top: _fitting_size(inp, top) if mslf and inp.min_group > 1 else L[top] for top in L}
     return inp
 
 
+def _fitting_size(inp, top):
+    """A18: the smallest s >= max(l_top, m) that the buckets of level <= top can fill (each
+    value v at most floor(s / l(v)) times, each bucket at most floor(s / m) times); that
+    lower bound when no s can (the shares 1/l of a dimension, or the buckets' 1/m, add up to
+    < 1: the group fails as in the paper)."""
+    m = inp.min_group
+    dims = [dict() for _ in range(inp.d)]
+    nb = 0
+    for b in range(inp.B):
+        if inp.sizes[b] > 0 and inp.blev[b] <= top:
+            nb += 1
+            for j in range(inp.d):
+                dims[j][inp.codes[b][j]] = inp.lval[b][j]
+    s = max(inp.L[top], m)
+    if nb < m or any(sum(Fraction(1, x) for x in dim.values()) < 1 for dim in dims):
+        return s
+    while nb * (s // m) < s or any(sum(s // x for x in dim.values()) < s for dim in dims):
+        s += 1   # ends by the lcm of the l's and m, where every sum is s * (its shares) >= s
+    return s
+
+
 def _group_l(inp, top_level):
-    return inp.L[top_level] if inp.mslf else inp.baseline_l
+    return inp.lG[top_level] if inp.mslf else inp.baseline_l
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,12 +390,13 @@ def selectivity(variant, sizes, values):
 
 
 def plan_reference(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None,
-                   tie="first", seed=None, *, keep_order=False):
+                   tie="first", seed=None, *, keep_order=False, min_group=1):
     """Literal transcription of spec section 3.2: scan every bucket at every pick.
 
     Slow (O(n * B * d)); it is the yardstick `plan` is tested against."""
-    inp = _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed)
+    inp = _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed, min_group)
     B, d, codes, lval, blev = inp.B, inp.d, inp.codes, inp.lval, inp.blev
+    m = inp.min_group
     size = list(inp.sizes)
     cap = _caps(size, codes, d, inp.nv)
     rng = random.Random(inp.seed) if tie == "random" else None
@@ -377,7 +415,7 @@ def plan_reference(sizes, values, levels, l_of_level, variant, mslf=True, baseli
         for _ in range(lG):
             cand = [
                 k for k in range(B)
-                if size[k] > 0 and not any(
+                if size[k] > 0 and G.count(k) + 1 <= lG // m and not any(
                     cnt[j].get(codes[k][j], 0) + 1 > lG // lval[k][j] for j in range(d))
             ]
             if not cand:
@@ -412,11 +450,16 @@ def plan_reference(sizes, values, levels, l_of_level, variant, mslf=True, baseli
     gsize = [len(G) for G in groups]
     residual = []  # (group, bucket) in placement order
     suppressed = [0] * B
+    gb = [dict.fromkeys(G, 0) for G in groups]   # records of each bucket per group
+    for g, G in enumerate(groups):
+        for k in G:
+            gb[g][k] += 1
     for k in range(B):
         while size[k] > 0:
             for g in range(len(groups)):
-                if all((gcnt[g][j].get(codes[k][j], 0) + 1) * lval[k][j] <= gsize[g] + 1
-                       for j in range(d)):
+                if (gb[g].get(k, 0) + 1) * m <= gsize[g] + 1 and all(
+                        (gcnt[g][j].get(codes[k][j], 0) + 1) * lval[k][j] <= gsize[g] + 1 for j in range(d)):
+                    gb[g][k] = gb[g].get(k, 0) + 1
                     for j in range(d):
                         gcnt[g][j][codes[k][j]] = gcnt[g][j].get(codes[k][j], 0) + 1
                     gsize[g] += 1
@@ -535,6 +578,10 @@ class _TrieEngine:
         ctab = capB if variant == "mmdcf" else [0] * V
         cnt = [0] * V
         blocked = [False] * V
+        # A18: a bucket (SA vector) is shielded once it holds floor(l_G / m) records of the group
+        mg = inp.min_group
+        bblk = [False] * B
+        cntb = [0] * B
         found = [-1]  # bucket of the best key found so far by the running search
         # Every node ends with a sentinel whose ub, -BIG, is below every key and floor: a walk
         # stops on reaching it, so node[i + 1] exists while node[i] is a real entry, and a
@@ -610,7 +657,7 @@ class _TrieEngine:
                         node[i] = (nk, b, v)
                         if nk >= nf:
                             break
-                    if blocked[v]:
+                    if blocked[v] or bblk[b]:
                         i += 1
                         continue
                     found[0] = b
@@ -708,7 +755,7 @@ class _TrieEngine:
                             ch[j] = (lk, b, w)
                             if lk >= lnf:
                                 break
-                        if blocked[w]:
+                        if blocked[w] or bblk[b]:
                             j += 1
                             continue
                         found[0] = b
@@ -758,7 +805,7 @@ class _TrieEngine:
                         node[i] = (-k, b, v)
                         if k <= floor:
                             break
-                    if not blocked[v]:
+                    if not blocked[v] and not bblk[b]:
                         out.append((base + k, b))
                     i += 1
 
@@ -898,10 +945,17 @@ class _TrieEngine:
                     if c >= thr[v]:
                         blocked[v] = True
                     capB[v] -= B  # (MBF never reads capB)
+                if mg > 1:
+                    c = cntb[b] + 1
+                    cntb[b] = c
+                    if c >= lG // mg:
+                        bblk[b] = True
             for b in picks:
                 for v in gcodes[b]:
                     cnt[v] = 0
                     blocked[v] = False
+                cntb[b] = 0
+                bblk[b] = False
             if len(picks) < lG:  # A4: roll back and stop grouping
                 for b in picks:
                     if own[b] < B:
@@ -941,12 +995,21 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
         for b in res_buckets:
             suppressed[b] = size[b]
         return suppressed, placed, residual
+    m = inp.min_group
     rowid = {}
     for b in res_buckets:
         for j in range(d):
             if lval[b][j] >= 2:
                 rowid.setdefault((j, codes[b][j]), len(rowid))
     R = len(rowid)
+    if m >= 2:
+        # A18: one more row, the count of the bucket being placed (bounded like a value with
+        # l = m), filled from its main-phase picks when its turn comes and cleared after: a
+        # bucket's count changes only through its own placements, and memory stays one row
+        vrow = R
+        R += 1
+        porder = np.argsort(pb, kind="stable")
+        pbs = pb[porder]
     gsz = list(group_l)  # group sizes (Python ints for the per-group work)
     # A constrained value (l >= 2) occurs at most |G|/2 times in a valid group, so int16
     # counts (and thresholds) are safe until a group reaches 65534 records; then they are
@@ -965,10 +1028,9 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
     # c <= thr[l][g] = (|G| + 1) // l - 1 (kept up to date as groups grow).
     gsa = np.array(group_l, dtype=np.int64)
     thr = {}
-    for b in res_buckets:
-        for lv in lval[b]:
-            if lv >= 2 and lv not in thr:
-                thr[lv] = ((gsa + 1) // lv - 1).astype(dt)
+    for lv in {lv for b in res_buckets for lv in lval[b]} | ({m} if m >= 2 else set()):
+        if lv >= 2:
+            thr[lv] = ((gsa + 1) // lv - 1).astype(dt)
     del gsa
 
     def grow(gg, gs):
@@ -986,6 +1048,12 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
     for b in res_buckets:
         rem = size[b]
         cons = [(rowid[(j, codes[b][j])], lval[b][j]) for j in range(d) if lval[b][j] >= 2]
+        if m >= 2:
+            lo, up = np.searchsorted(pbs, [b, b + 1])
+            mine = pg[porder[lo:up]]
+            np.add.at(cnt[vrow], mine, 1)
+            took = []
+            cons.append((vrow, m))
         if not cons:
             # every group accepts a record whose values all have l = 1: all go to group 0
             grow(0, gsz[0] + rem)
@@ -1019,6 +1087,8 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
                 grow(gg, gs + k)
                 for r, lv in cons:
                     cnt[r, gg] = cnt.item(r, gg) + k
+                if m >= 2:
+                    took.append(gg)
                 rem -= k
                 placed += k
                 for _ in range(k):
@@ -1031,6 +1101,9 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
             chunk *= 4
         if rem:
             suppressed[b] = rem
+        if m >= 2:
+            cnt[vrow, mine] = 0
+            cnt[vrow, took] = 0
     return suppressed, placed, residual
 
 
@@ -1040,7 +1113,7 @@ def _residual_fast(inp, size, group_l, rb, keep_order, pb, pg):
 
 
 def plan(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None, tie="first",
-         seed=None, *, keep_order=False, tick=None):
+         seed=None, *, keep_order=False, tick=None, min_group=1):
     """Plan the groups for one of the six algorithms (spec section 3.2) on bucket counts.
 
     sizes[b]: records in bucket b (first-appearance order = 'first' tie order);
@@ -1050,8 +1123,9 @@ def plan(sizes, values, levels, l_of_level, variant, mslf=True, baseline_l=None,
     whose l is baseline_l (default: l of the highest level present).
     keep_order=True also records the pick order (for tests; memory is one int per record).
     tick: called once per group, so the database can notice a cancel or statement_timeout.
+    min_group: A18 (1, the default, is the paper).
     Returns a `Plan`; identical to `plan_reference` for the same arguments."""
-    inp = _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed)
+    inp = _prepare(sizes, values, levels, l_of_level, variant, mslf, baseline_l, tie, seed, min_group)
     if inp.B == 0 or sum(inp.sizes) == 0:
         return Plan(0, [], array("q"), array("q"), array("q"), [0] * inp.B, 0, 0, 0,
                     array("q") if keep_order else None, [] if keep_order else None)
@@ -1102,6 +1176,26 @@ def expand(plan):
 
 
 groups_of = expand
+
+
+def blocked_dimension(sizes, values, levels, l_of_level, mslf=True, baseline_l=None, min_group=1):
+    """What rules out every group, from the counts alone: (j, {code: l}) for the first
+    dimension j whose values can fill no group, (None, {bucket: min_group}) when there are
+    fewer SA vectors than min_group (A18), else None.
+
+    In a valid group every value v holds at most |G| / l(v) records (every vector at most
+    |G| / min_group), so the shares 1/l of the values present in one dimension must add up to
+    at least 1 (for one uniform l: at least l distinct values).  Below that every record would
+    be suppressed: callers refuse such a request before planning."""
+    inp = _prepare(sizes, values, levels, l_of_level, "mbf", mslf, baseline_l, "first", None, min_group)
+    for j in range(inp.d):
+        l_of = {inp.codes[b][j]: inp.lval[b][j] for b in range(inp.B) if inp.sizes[b] > 0}
+        if l_of and sum(Fraction(1, x) for x in l_of.values()) < 1:
+            return j, l_of
+    present = [b for b in range(inp.B) if inp.sizes[b] > 0]
+    if present and len(present) < inp.min_group:
+        return None, dict.fromkeys(present, inp.min_group)
+    return None
 
 
 def metrics_from_plan(plan, sizes, values, levels, l_of_level, mslf=True, baseline_l=None):

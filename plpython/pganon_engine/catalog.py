@@ -4,6 +4,8 @@ Everything a method needs about columns comes from here, already validated, so m
 see an unknown column or a missing kind.
 """
 
+import json
+
 from .errors import incomplete, unknown
 
 
@@ -16,6 +18,7 @@ class Dataset:
         self.person = row["person_column"]
         self.attributes = attributes        # [{column, role, kind, type}] in declared order
         self.level_l = level_l              # {level: l}
+        self.policy = json.loads(row["policy"]) if row.get("policy") else {}   # risk thresholds (promote)
 
     def columns(self, role):
         return [a for a in self.attributes if a["role"] == role]
@@ -23,7 +26,7 @@ class Dataset:
 
 def load(db, name):
     row = db.one(
-        "SELECT d.id, d.name, d.source::oid AS source_oid, d.key_column, d.person_column, "
+        "SELECT d.id, d.name, d.source::oid AS source_oid, d.key_column, d.person_column, d.policy::text AS policy, "
         "       (SELECT c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = d.source) AS source "
         "FROM pganon.dataset d WHERE d.name = $1", [name], ["text"])
     if row is None:

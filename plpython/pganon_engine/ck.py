@@ -21,8 +21,8 @@ Decisions (spec section 7 items in brackets):
       when the k guard runs dry, the remaining records form the remainder.
 - A7  The remainder is kept as the last FB if it has >= k records, >= c categories and no
       delta value above c_f; otherwise it is dissolved record by record with the placement of
-      A9 (its records may exceed c_f only when no FB has room; reported).  With no other FB it
-      stays as it is (the whole table is one FB).
+      A9 (a record exceeds c_f only when no FB has room; A18 decides whether that is allowed).
+      With no other FB it stays as it is (the whole table is one FB).
 - A8  eq. (4)/(5) are checked pairwise, for every pair of FBs that share a delta value, on the
       full value sets of the two FBs; an intersection of exactly one value is a violation,
       0 or >= 2 values are fine [7.8].  eq. (4) ignores delta, eq. (5) also zeta.  A pair's
@@ -38,11 +38,12 @@ Decisions (spec section 7 items in brackets):
       order, goes to the FB minimizing (c_f would be exceeded, does not hold the record's delta
       value, is not the other FB of the pair, BID).  Every step lowers (number of FBs, number of
       violating pairs), so refinement terminates; one FB has no linkable pair.
-- A10 mode='strict': a first phase targets eq. (4) and dissolves only when no record has to
-      exceed c_f; pairs it cannot clear fall back to eq. (5) in a second phase, which may
-      exceed c_f (Rule 12: at least eq. 5).  mode='relax': the second phase only.  The plan
-      reports the mode achieved ('strict' iff every final linkable pair meets eq. 4), whether
-      the strict request fell back and why, and every (FB, delta value) above c_f.
+- A10 The target is eq. (4) for mode='strict' and eq. (5) for mode='relax' (spec 1.5 (a)/(b));
+      strict never falls back to eq. (5).  A first phase clears the pairs below target with
+      swaps and dissolves that keep every bucket within c_f; pairs it cannot clear (stuck) go
+      to a second phase that may exceed c_f, so every linkable pair meets the target.  The
+      plan reports the mode achieved ('strict' iff every final linkable pair meets eq. 4), how
+      many pairs were stuck, and every (FB, delta value) above c_f.
 - A11 BIDs and QI group ids are 1, 2, ... ; BIDs are renumbered after refinement in creation
       order of the surviving FBs (this gives Table 6's numbering).
 - A12 QI grouping 'sort_cut' (Function 4, spec 2.6 step 6) [7.10]: sort by the numeric QIs,
@@ -66,6 +67,21 @@ Decisions (spec section 7 items in brackets):
       permutation from ``random.Random(seed).shuffle``; that one permutation randomizes every
       T-order tie (category packing ties, CreateFB picks, swap order, QI sort ties), so the
       same seed gives the same plan.
+
+- A17 Reach pre-check (before CreateFB, from aggregates only; refuses with PA005 unless
+      c_f_excess='allow').  An FB holding x <= c_f records of delta value v has >= k records
+      and >= c categories, so it holds >= max(k - c_f, c - 1) records of other values, >= c - 1
+      of them from other categories, and FBs are disjoint: at most room(v) = min(N // k,
+      (N - n_v) // max(k - c_f, c - 1), (N - n_cat(v)) // (c - 1)) FBs can hold v, and v needs
+      ceil(n_v / c_f).  A value with more is out of reach; the message gives the smallest c_f
+      that passes (the condition is monotone in c_f).  And when some SA the target counts
+      (every non-delta SA for eq. 4, those outside zeta for eq. 5) has one value in every record
+      while some delta value has more than c_f records, two FBs share that delta value and
+      exactly that one value: the target is out of reach.  Both are necessary conditions only.
+- A18 Refusal after planning: a plan with an (FB, delta value) above c_f is refused with PA005
+      and its figures (pairs, buckets, delta values, records above c_f, the largest count, the
+      stuck pairs with examples) unless c_f_excess='allow'; then `CkPlan.relaxed` states those
+      figures for the release's promise.  Nothing is ever relaxed without being asked for.
 
 Input size.  The category table needs only the delta value counts and the QI grouping only
 the distinct QI vectors with counts, but CreateFB and refinement depend on the T order of the
@@ -101,6 +117,7 @@ from itertools import combinations
 import numpy as np
 
 from .ck_categories import CategoryTable, Weights, category_table, weights
+from .errors import unsatisfiable
 
 __all__ = [
     "weights",
@@ -109,6 +126,10 @@ __all__ = [
     "CategoryTable",
     "CkPlan",
     "ck_plan",
+    "Shortfall",
+    "c_f_shortfalls",
+    "check_reach",
+    "cf_figures",
     "PkPlan",
     "pk_plan",
     "qi_groups",
@@ -124,6 +145,7 @@ __all__ = [
 ]
 
 MODES = ("strict", "relax")
+C_F_EXCESS = ("refuse", "allow")  # may buckets exceed c_f where the refinement needs it (A18)
 STRICT, RELAX = 2, 1  # pair status levels (A8)
 _SPAN = 1 << 31  # pair keys: i * _SPAN + j (BIDs) orders like (i, j)
 _WORD = (1 << 64) - 1
@@ -912,6 +934,115 @@ class _Refiner:
 
 
 # --------------------------------------------------------------------------------------------
+# What c_f and the target equation can reach (A17, A18)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """A delta value that no set of valid FBs holds within c_f (A17): its `records` need at
+    least `needed` = ceil(records / c_f) FBs, and at most `room` FBs can hold it."""
+
+    value: object
+    records: int
+    needed: int
+    room: int
+
+
+def c_f_shortfalls(delta_counts, k, c, c_f, category_of=None):
+    """The delta values whose records cannot be spread over valid FBs with at most c_f each
+    (A17), from the delta value counts alone.
+
+    delta_counts  (value, count) pairs
+    category_of   value -> category id when the category table is known (a tighter bound);
+                  without it the bound holds whatever the categories are
+    """
+    counts = [(v, int(n)) for v, n in delta_counts]
+    total = sum(n for _, n in counts)
+    per_cat = Counter()
+    if category_of is not None:
+        for v, n in counts:
+            per_cat[category_of[v]] += n
+    other = max(k - c_f, c - 1)
+    out = []
+    for v, n in counts:
+        room = total // k
+        if other > 0:
+            room = min(room, (total - n) // other)
+        if c > 1 and category_of is not None:
+            room = min(room, (total - per_cat[category_of[v]]) // (c - 1))
+        needed = -(-n // c_f)
+        if needed > room:
+            out.append(Shortfall(value=v, records=n, needed=needed, room=room))
+    return out
+
+
+def _least_c_f(delta_counts, k, c, c_f, category_of):
+    """The smallest c_f >= the given one that passes `c_f_shortfalls`, or None (none does)."""
+    hi = max(int(n) for _, n in delta_counts)
+    if c_f_shortfalls(delta_counts, k, c, hi, category_of):
+        return None
+    lo = c_f
+    while lo < hi:  # the shortfall condition is monotone in c_f
+        mid = (lo + hi) // 2
+        if c_f_shortfalls(delta_counts, k, c, mid, category_of):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+_ALLOW = "or publish with c_f_excess: 'allow' (buckets may then hold more than c_f records of one value; " \
+         "the release records it as relaxed)"
+
+
+def check_reach(delta_counts, k, c, c_f, *, delta="delta", mode="strict", c_f_excess="refuse",
+                distinct=None, zeta=(), category_of=None):
+    """Refuse with PA005, before any planning, a (c,k) request that no release can meet without
+    exceeding c_f (A17).  Needs aggregates only: the delta value counts and, per SA, its number
+    of distinct values (`distinct`, optional).  Does nothing when c_f_excess='allow'."""
+    if c_f_excess == "allow":
+        return
+    counts = [(v, int(n)) for v, n in delta_counts]
+    short = c_f_shortfalls(counts, k, c, c_f, category_of)
+    if short:
+        worst = max(short, key=lambda x: (x.needed - x.room, x.records))
+        least = _least_c_f(counts, k, c, c_f, category_of)
+        raise unsatisfiable(
+            f"c_f = {c_f} is out of reach: {len(short)} {delta} value(s) have more records than c_f times the "
+            f"number of buckets that can hold them; {worst.value!r} has {worst.records} of {sum(n for _, n in counts)} "
+            f"records, needs {worst.needed} buckets of at most {c_f}, and with k = {k}, c = {c} at most "
+            f"{worst.room} buckets can hold it",
+            hint=(f"raise c_f to at least {least}, " if least else "lower k or c, ") + _ALLOW,
+            detail="; ".join(f"{x.value!r}: {x.records} records, {x.needed} buckets needed, {x.room} possible"
+                             for x in sorted(short, key=lambda x: -x.records)[:10]))
+    if distinct:
+        eq = "eq. (4)" if mode == "strict" else "eq. (5)"
+        constant = [a for a, nd in distinct.items()
+                    if nd == 1 and a != delta and (mode == "strict" or a not in zeta)]
+        spread = sorted(((n, v) for v, n in counts if n > c_f), key=lambda x: -x[0])
+        if constant and spread:
+            raise unsatisfiable(
+                f"mode {mode!r} ({eq}) is out of reach within c_f = {c_f}: {constant[0]} has one value in every "
+                f"record, so two buckets that share a {delta} value share exactly that value, and "
+                f"{len(spread)} {delta} value(s) have more than c_f records and must span several buckets "
+                f"(e.g. {spread[0][1]!r} with {spread[0][0]})",
+                hint=f"raise c_f to at least {spread[0][0]}, leave {constant[0]} out of the sensitive attributes, "
+                     + ("declare it zeta (pganon.set_zeta) and publish with mode: 'relax', " if mode == "strict" else "")
+                     + _ALLOW)
+
+
+def cf_figures(cf_exceeded, c_f):
+    """The figures a release records when its buckets exceed c_f (A18), from the (FB, delta
+    value, count) list; bucket ids play no part, so renumbering buckets keeps them true."""
+    return {"c_f_exceeded": len(cf_exceeded),
+            "buckets_over_c_f": len({b for b, _, _ in cf_exceeded}),
+            "delta_values_over_c_f": len({v for _, v, _ in cf_exceeded}),
+            "records_over_c_f": sum(n - c_f for _, _, n in cf_exceeded),
+            "max_delta_count": max((n for _, _, n in cf_exceeded), default=0)}
+
+
+# --------------------------------------------------------------------------------------------
 # (c,k)-anonymization
 # --------------------------------------------------------------------------------------------
 
@@ -928,7 +1059,9 @@ class CkPlan:
     categories     the CategoryTable
     delta, zeta    the SA linking FBs and the SAs eq. (5) ignores
     mode           requested mode; mode_achieved: 'strict' iff every linkable pair meets eq. (4)
-    fallback       True when mode='strict' ended in 'relax'; fallback_reason says why
+    c_f, c_f_excess  the requested c_f and whether buckets may exceed it ('refuse' | 'allow')
+    stuck_pairs    linkable pairs that no swap or c_f-keeping dissolve brought to the target
+                   (cleared by exceeding c_f; only with c_f_excess='allow')
     cf_exceeded    (BID, delta value, count) for every delta value above c_f in an FB
     events         ('remainder', 'kept'|'dissolved', ids), ('swap', id_a, id_b),
                    ('dissolve', 'eq. (4)'|'eq. (5)', ids) in the order they happened
@@ -944,12 +1077,26 @@ class CkPlan:
     zeta: tuple
     mode: str
     mode_achieved: str
-    fallback: bool
-    fallback_reason: object
+    c_f: int
+    c_f_excess: str
+    stuck_pairs: int
     cf_exceeded: list
     n_buckets: int
     n_groups: int
     events: list = field(default_factory=list)
+
+    @property
+    def relaxed(self):
+        """What the plan relaxes of the paper's strict (c,k) promise (A18), for the release to
+        record: {} when it keeps eq. (4) and c_f; 'mode': 'relax' when eq. (5) was asked for;
+        the `cf_figures` when buckets exceed c_f (only ever with c_f_excess='allow')."""
+        out = {}
+        if self.mode == "relax":
+            out["mode"] = "relax"
+        if self.cf_exceeded:
+            out.update(c_f_excess="allow", **cf_figures(self.cf_exceeded, self.c_f),
+                       linkable_pairs_needing_excess=self.stuck_pairs)
+        return out
 
     def buckets(self):
         """BID -> record ids (input order)."""
@@ -972,7 +1119,7 @@ def _members(ids, labels):
 
 
 def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, key=None,
-            qi_grouping="sort_cut", kinds=None, seed=None, tick=None):
+            qi_grouping="sort_cut", kinds=None, seed=None, tick=None, c_f_excess="refuse"):
     """Plan a (c,k)-anonymized release (spec 2.6): FBs for ST, QI groups for GT.
 
     records      mappings with the QI and SA columns (id = record[key], or the position when
@@ -982,7 +1129,9 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
     c            minimum number of CtgT categories per FB (>= 1, <= number of categories)
     c_f          maximum number of records with one delta value per FB (>= 1)
     delta        the delta SA name, or a `Weights` (then zeta defaults to its zeta)
-    mode         'strict' (eq. 4, falling back to eq. 5 where needed) or 'relax' (eq. 5)
+    mode         'strict' (every linkable pair meets eq. 4) or 'relax' (eq. 5, A10)
+    c_f_excess   'refuse' (a plan that would exceed c_f raises PA005 with its figures) or
+                 'allow' (buckets may exceed c_f where needed; `CkPlan.relaxed` says how far)
     zeta         SAs eq. (5) ignores (default: from a Weights delta, else none)
     qi_grouping  'sort_cut' or a callable, see `qi_groups`
     seed         None (T-order ties) or an int (seeded random ties, A16)
@@ -995,6 +1144,8 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
     c_f = _int(c_f, "c_f", 1)
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected 'strict' or 'relax'")
+    if c_f_excess not in C_F_EXCESS:
+        raise ValueError(f"unknown c_f_excess {c_f_excess!r}; expected 'refuse' or 'allow'")
     delta, zeta = _delta_zeta(delta, zeta, sas)
     ids, qrows, srows = _records(records, qis, sas, key)
     n = len(ids)
@@ -1024,6 +1175,10 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
         raise ValueError(f"c = {c} but the category table has only {len(ctg)} categories; "
                          f"lower c, or lower k (categories are packed until they hold k records)")
     cat = [ctg.of_value[v] - 1 for v in dvals]
+    dcount = Counter(codes[d])
+    check_reach([(decode[d][x], dcount[x]) for x in range(len(decode[d]))], k, c, c_f,
+                delta=delta, mode=mode, c_f_excess=c_f_excess, zeta=zeta,
+                distinct={s: len(decode[a]) for a, s in enumerate(sas)}, category_of=ctg.of_value)
     group = qi_groups(qrows, k, qi_grouping, kinds, seed) if qis else [1] * n
 
     # CreateFB and the remainder (A6, A7).
@@ -1043,39 +1198,50 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
             ref.events[-1] = ("remainder", "dissolved", ref.events[-1][2])
     initial = _bid_list(st, n)
 
-    # RefineFB (A9, A10).
-    if mode == "strict":
-        ref.run(STRICT, allow_excess=False)
-    ref.run(RELAX, allow_excess=True)
+    # RefineFB (A9, A10): within c_f first, then past it for the stuck pairs (A18 decides).
+    target = STRICT if mode == "strict" else RELAX
+    ref.run(target, allow_excess=False)
+    stuck = st.below(target)
+    examples = [_pair_text(st, i, j, sas, decode, d) for i, j in stuck[:3]]
+    if stuck:
+        ref.run(target, allow_excess=True)
 
     fb = _bid_list(st, n)
     renum = {b: i for i, b in enumerate(sorted(st.rows), start=1)}
-    below = st.below(STRICT)
-    reason = None
-    if below and mode == "strict":
-        parts = []
-        for i, j in below[:5]:
-            via = sorted(set(st.cnt[i][d]) & set(st.cnt[j][d]))
-            cells = ", ".join(f"{sas[a]}={{{decode[a][v]!r}}}" for a, v in st.singletons(i, j))
-            parts.append(f"FB{renum[i]}-FB{renum[j]} via {delta}="
-                         f"{', '.join(repr(decode[d][v]) for v in via)} share one value: {cells}")
-        more = f"; and {len(below) - 5} more" if len(below) > 5 else ""
-        reason = (f"eq. (4) fails for {len(below)} linkable pair(s) that no same-delta swap clears "
-                  f"and that dissolving cannot clear without exceeding c_f = {c_f}; they meet "
-                  f"eq. (5) (only zeta attributes share a single value): " + "; ".join(parts) + more)
     cf_exceeded = []
     for b in sorted(st.rows):
         for v, cnt in sorted(st.cnt[b][d].items()):
             if cnt > c_f:
                 cf_exceeded.append((renum[b], decode[d][v], cnt))
-    achieved = "relax" if below else "strict"
+    if cf_exceeded and c_f_excess != "allow":
+        f = cf_figures(cf_exceeded, c_f)
+        eq = "eq. (4)" if mode == "strict" else "eq. (5)"
+        why = (f"{len(stuck)} linkable bucket pair(s) still break {eq} after every swap and every dissolve "
+               f"that keeps c_f (e.g. {'; '.join(examples)}), and " if stuck else
+               "the records left after CreateFB fit in no bucket within c_f, and ")
+        raise unsatisfiable(
+            f"mode {mode!r} ({eq}) with c_f = {c_f} is out of reach: {why}meeting {eq} would put "
+            f"{f['records_over_c_f']} record(s) above c_f: {f['c_f_exceeded']} (bucket, {delta} value) pair(s) "
+            f"in {f['buckets_over_c_f']} of {len(st.rows)} bucket(s), {f['delta_values_over_c_f']} {delta} "
+            f"value(s), up to {f['max_delta_count']} records of one value in a bucket",
+            hint=("" if mode != "strict" else
+                  f"publish with mode: 'relax' (eq. (5) ignores the zeta attributes {sorted(zeta)}), " if zeta else
+                  "declare zeta (pganon.set_zeta, the SAs eq. (5) may leave linked) and publish with mode: 'relax', ")
+            + "raise c_f, " + _ALLOW)
+    achieved = "relax" if st.below(STRICT) else "strict"
     return CkPlan(
         ids=ids, fb=fb, group=group, category=[x + 1 for x in cat],
         initial_fb=initial, categories=ctg, delta=delta, zeta=tuple(s for s in sas if s in zeta),
-        mode=mode, mode_achieved=achieved, fallback=(mode == "strict" and bool(below)),
-        fallback_reason=reason, cf_exceeded=cf_exceeded,
-        n_buckets=len(st.rows), n_groups=len(set(group)), events=ref.events,
+        mode=mode, mode_achieved=achieved, c_f=c_f, c_f_excess=c_f_excess, stuck_pairs=len(stuck),
+        cf_exceeded=cf_exceeded, n_buckets=len(st.rows), n_groups=len(set(group)), events=ref.events,
     )
+
+
+def _pair_text(st, i, j, sas, decode, d):
+    """A stuck pair in values, not bucket ids: 'buckets sharing v share only a=x, b=y'."""
+    via = sorted(set(st.cnt[i][d]) & set(st.cnt[j][d]))
+    cells = ", ".join(f"{sas[a]}={decode[a][v]!r}" for a, v in st.singletons(i, j))
+    return f"two buckets sharing {sas[d]}={', '.join(repr(decode[d][v]) for v in via)} share one value of {cells}"
 
 
 def _bid_list(st, n):

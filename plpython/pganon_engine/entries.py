@@ -27,6 +27,22 @@ def _publish(db, **kw):
     return release.publish(db, **kw)
 
 
+def _promote(db, **kw):
+    from . import lifecycle
+    return lifecycle.promote(db, **kw)
+
+
+def _assess(db, release):
+    from . import risk
+    risk.assess(db, release)
+    return release
+
+
+def _policy(db, policy):
+    from . import lifecycle
+    return lifecycle.validate_policy(policy)
+
+
 def _compare(db, **kw):
     from . import comparison
     return comparison.compare(db, **kw)
@@ -39,6 +55,9 @@ def _audit(db, **kw):
 
 ENTRIES = {
     "publish": _publish,
+    "promote": _promote,
+    "assess": _assess,
+    "validate_policy": _policy,
     "audit": _audit,
     "compare": _compare,
     "set_hierarchy": _hierarchy("set_from_csv"),

@@ -58,6 +58,15 @@ Decisions (spec items in brackets):
       entropy taken from E1 or summed incrementally differs from a direct sum by rounding
       only, far inside ENTROPY_TOL (G6).  Full UCI Adult_Mar (8 QIs, 16,290 tuples), NLLM,
       k = 10: S1 about 2.3 s of CPU with numpy 1.24, every other strategy within 2x.
+- G9  Persons (`persons`: per input tuple the ids of the persons owning its rows, when one
+      person may own several rows).  Φ counts persons: a class violates it when it holds
+      fewer than k distinct persons, C_s is a class with the fewest persons, and k must not
+      exceed the persons of the table.  A class's persons are the union of its members'
+      (a person with rows of several tuples counts once per class), kept as a set per class.
+      Costs and the strategies' privacy scores still read rows; only Φ changes, so without
+      persons the run is the same as before.  A person's tuples may end in several classes
+      (GAA recodes tuples globally; merging every tuple a person owns would chain persons
+      together): the GT publishes no person id, so each class still hides its persons among k.
 """
 
 import math
@@ -217,7 +226,7 @@ def strategy_name(s):
 
 def gaa(tuples, counts, hierarchies, k, *, metric="nllm", strategy="S1", histograms=None,
         weights=None, distortion_mode="literal", cost_mode="pairwise", privacy_scope="table",
-        seed=None, trace=False, tick=None):
+        seed=None, trace=False, tick=None, persons=None):
     """k-anonymize by GAA (§2.2) and return a GaaResult.
 
     tuples        the distinct QI tuples, one value per QI (leaf label or leaf id), in a stable
@@ -234,6 +243,8 @@ def gaa(tuples, counts, hierarchies, k, *, metric="nllm", strategy="S1", histogr
     seed          None for smallest-id ties, an int for seeded random ties (G2)
     trace         keep the list of merges in the result
     tick          called every few steps (lets the database cancel a long run)
+    persons       None, or per tuple an iterable of the (hashable) ids of its persons: k
+                  counts persons (G9)
     """
     hs = list(hierarchies)
     if not hs:
@@ -271,6 +282,12 @@ def gaa(tuples, counts, hierarchies, k, *, metric="nllm", strategy="S1", histogr
         raise invalid(f"k must be an integer >= 1, not {k!r}")
     if k > total:
         raise invalid(f"k = {k} is larger than the number of rows ({total})", hint="lower k")
+    psets = _person_sets(persons, len(tuples))
+    if psets is not None:
+        n_persons = len(set().union(*psets))
+        if k > n_persons:
+            raise invalid(f"k = {k} is larger than the number of persons ({n_persons}, {total} rows)",
+                          hint="lower k: k counts persons")
     seen = {}
     for i, row in enumerate(map(tuple, leaf.T.tolist())):
         if row in seen:
@@ -285,13 +302,33 @@ def gaa(tuples, counts, hierarchies, k, *, metric="nllm", strategy="S1", histogr
                           hint="pass histograms (per tuple a mapping value -> rows), or use S1")
         hist = _histograms(histograms, cnt)
     run = _Run(hs, met, leaf, cnt, hist, int(k), strategy, cost_mode, privacy_scope, seed,
-               trace, tick)
+               trace, tick, psets)
     run.loop()
     options = {"k": int(k), "metric": met.name, "strategy": strategy, "cost_mode": cost_mode,
                "privacy_scope": privacy_scope, "distortion_mode": distortion_mode,
                "tie_rule": "smallest creation id" if seed is None else "seeded random",
                "seed": seed}
+    if psets is not None:
+        options["k_scope"] = "persons"
     return run.result(options)
+
+
+def _person_sets(persons, n):
+    """G9: one set of person ids per tuple, or None."""
+    if persons is None:
+        return None
+    persons = list(persons)
+    if len(persons) != n:
+        raise invalid(f"{len(persons)} person lists for {n} tuples", hint="give the persons of every tuple")
+    out = []
+    for i, ps in enumerate(persons):
+        if isinstance(ps, (str, bytes)) or not hasattr(ps, "__iter__"):
+            raise invalid(f"tuple {i + 1}: its persons must be a collection of ids, not {ps!r}")
+        ps = set(ps)
+        if not ps:
+            raise invalid(f"tuple {i + 1} has rows but no person", hint="every row belongs to a person")
+        out.append(ps)
+    return out
 
 
 def _row_counts(counts, n):
@@ -396,7 +433,7 @@ class _Run:
     slots 0 .. s-1 (slot order never decides anything: ties go by creation id)."""
 
     def __init__(self, hs, met, leaf, cnt, hist, k, strategy, cost_mode, scope, seed, trace,
-                 tick):
+                 tick, psets=None):
         self.hs, self.met, self.k = hs, met, k
         self.m = len(hs)
         n = leaf.shape[1]
@@ -438,6 +475,11 @@ class _Run:
         self.per_slot = []  # the 1-d per-slot arrays that move with their class
         self.per_col = []  # the (values x slots) matrices that do
         self.pool = None
+        self.psets = psets  # G9: per slot the class's persons, and their count (what Φ reads)
+        self.held = self.size
+        if psets is not None:
+            self.held = np.array([len(x) for x in psets], dtype=np.int64)
+            self.per_slot.append(self.held)
         if hist is not None:
             self.hist = np.ascontiguousarray(hist.T)
             self.G = self.hist.sum(axis=1)
@@ -543,7 +585,7 @@ class _Run:
     def loop(self):
         k = self.k
         while True:
-            sz = self.size[:self.live]
+            sz = self.held[:self.live]
             smallest = sz.min()
             if smallest >= k:
                 break
@@ -828,6 +870,7 @@ class _Run:
         del self.slot_of[self.key[c]]
         if e >= 0 and e not in (s, c):
             into = int(self.cid[e])
+            self._join_persons(e, s, c)
             self.size[e] += self.size[s] + self.size[c]
             for mat in self.per_col:
                 mat[:, e] += mat[:, s] + mat[:, c]
@@ -840,6 +883,7 @@ class _Run:
             self.next_cid += 1
             self.T[:, c] = new
             self.cid[c] = into
+            self._join_persons(c, s)
             self.size[c] += self.size[s]
             self.key[c] = key
             self.slot_of[key] = c
@@ -852,6 +896,18 @@ class _Run:
         if self.trace is not None:
             self.trace.append(Merge(cs, cc, Fraction(int(cost), self.met.scale),
                                     tuple(h.labels[v] for h, v in zip(self.hs, new)), into, fused))
+
+    def _join_persons(self, into, *others):
+        """G9: the persons of the merged classes go to slot `into`."""
+        if self.psets is None:
+            return
+        big = max((into, *others), key=lambda x: len(self.psets[x]))
+        acc = self.psets[big]
+        for x in (into, *others):
+            if x != big:
+                acc |= self.psets[x]
+        self.psets[into] = acc
+        self.held[into] = len(acc)
 
     def _refresh(self, x):
         """Recompute the per-class values of slot x from its (changed) histogram."""
@@ -877,6 +933,8 @@ class _Run:
             mat[:, y] = keep
         kx, ky = self.key[y], self.key[x]
         self.key[x], self.key[y] = kx, ky
+        if self.psets is not None:
+            self.psets[x], self.psets[y] = self.psets[y], self.psets[x]
         self.slot_of[kx], self.slot_of[ky] = x, y
         if self.pool is not None:
             self.pool.swapped(x, y)
@@ -896,6 +954,8 @@ class _Run:
                 arr[x] = arr[last]
             for mat in self.per_col:
                 mat[:, x] = mat[:, last]
+            if self.psets is not None:
+                self.psets[x] = self.psets[last]
         self.live = last
 
     # ----------------------------------------------------------------------------- result

@@ -3,7 +3,8 @@ and Mondrian (spec 003 §2.2, LeFevre et al.). One GT, no ST: every record keeps
 and its QIs are replaced by its class's generalization.
 
 The pipeline steps for this family:
-  snapshot     as for bucketization (`lsl.snapshot`): one copy, NULL and key checks
+  snapshot     as for bucketization (`lsl.snapshot`): one copy, NULL and key checks; the
+               person column is copied too when the dataset declares one (R1)
   plan         gaa: `gaa.gaa` on the DISTINCT QI tuples with counts (and the strategy SA's
                histograms), i.e. a GROUP BY, never the rows; mondrian: a work table of integer
                codes (ranks, hierarchy leaf ranks, SA codes), cut by `mondrian_sql`: GROUP BY
@@ -20,6 +21,35 @@ The pipeline steps for this family:
 Privacy beyond k (`privacy` param, mondrian): distinct / entropy l-diversity, (alpha, k) and
 t-closeness with the equal-distance EMD or the paper's L1, each per published SA; the verifier
 re-checks them in SQL from the GT alone.
+
+Decisions (persons: DESIGN "Persons, not rows"):
+
+- R1  When the dataset declares a person column, k counts persons: every published class (every
+      distinct published QI vector) holds records of at least k distinct persons.  The cuts and
+      merges still work on records (Mondrian's medians, GAA's tuples); only what a class must
+      hold changes (mondrian D9, gaa G9).  A person's records may then sit in several classes:
+      the GT publishes no person id, so an attacker who knows all of a target's QIs finds each
+      class holding one of her records and, in each, at least k persons she cannot tell apart.
+- R2  A privacy model beyond k (l, entropy l, (alpha, k), t) with a person column reads persons,
+      and every person's records stay in one class (mondrian D10: no cut separates them).  Why
+      whole: a sensitive value a person keeps on all her records (a chronic diagnosis, a blood
+      group) would otherwise be narrowed by intersecting the value sets of the several classes
+      an attacker finds her in, below what each class promises.  Per class: distinct l = at
+      least l distinct values (each held by some person); a person counts once per value she
+      holds, so entropy l and t-closeness read the distribution of (person, value) pairs (t
+      against the table's pairs), and (alpha, k) bounds the attacker's confidence that the
+      target holds v: persons holding v / persons <= alpha.  Mode relaxed is refused there: it
+      splits the records of one median value by row order, which separates persons.  How:
+      Mondrian cuts every record by its person's smallest code per QI, so a person is one point
+      of the QI space and no strict cut can separate her records (D10 checks it); the published
+      cells are then computed from each class's own records (ranges, value sets, the hierarchy
+      node covering its leaves), so they cover every record, and two classes' cells may overlap
+      (an attacker matching a target to several cells only gains candidates).
+- R3  Impossible or vacuous requests are refused before planning, with the numbers: k above the
+      rows (PA002) or the persons (PA005), l above the distinct values of an SA (PA005: no class
+      can be more diverse than the table), t outside (0, 1] for the equal distance (total
+      variation) or (0, 2] for l1 (twice it), alpha outside (0, 1] (PA002).
+- R4  Without a person column nothing changes: the same plan and release as before persons.
 """
 
 import json
@@ -32,6 +62,7 @@ from . import params as P
 from .errors import invalid, unsatisfiable
 
 METHODS = {"gaa": "gaa", "mondrian": "mondrian"}
+PROTECTS_PERSONS = True  # R1, R2: with a person column k and the privacy model count persons
 COMMON = {"k", "d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
 PARAMS = {"gaa": COMMON | {"metric", "weights", "strategy", "sa", "cost_mode", "privacy_scope", "distortion_mode"},
           "mondrian": COMMON | {"mode", "categorical", "privacy", "sql_threshold"}}
@@ -53,7 +84,10 @@ def parse_params(method, params, ds):
         raise invalid(f"{method} needs the parameter k (an integer >= 1)")
     p = {"method": method, "kind": kind, "sas": P.sensitive_columns(params, ds), "qis": P.quasi_columns(ds),
          "k": k, "seed": P.integer(params, "seed", 0), "limit": P.integer(params, "limit", 1),
-         "workload": P.workload(params)}
+         "workload": P.workload(params), "person": ds.person or None}
+    if p["person"] and p["person"] in {ds.key} | {q["column"] for q in p["qis"]} | set(p["sas"]):
+        raise invalid(f'the person column "{ds.person}" is also the key, a QI or a published SA of dataset {ds.name}',
+                      hint="the person column must be a column of its own")
     if kind == "gaa":
         p.update(metric=P.choice(params, "metric", infoloss.METRICS + ("custom",), "nllm"),
                  weights=_weights(params.get("weights"), p["qis"]),
@@ -70,6 +104,11 @@ def parse_params(method, params, ds):
                  categorical=P.choice(params, "categorical", ("auto", "taxonomy", "ordinal"), "auto"),
                  privacy=_privacy(params.get("privacy")),
                  sql_threshold=P.integer(params, "sql_threshold", 0, default=SQL_THRESHOLD))
+    p["whole"] = bool(p["person"]) and p.get("privacy") is not None  # R2
+    if p["whole"] and p["mode"] == "relaxed":
+        raise invalid(f'mode relaxed cannot keep persons whole: dataset {ds.name} has the person column '
+                      f'"{ds.person}" and the release promises {p["privacy"]["model"]}',
+                      hint="use mode strict (the default): relaxed cuts split the records of one value by row order")
     return p
 
 
@@ -102,6 +141,12 @@ def _privacy(spec):
             raise invalid("mondrian enforces t-closeness with distance equal (EMD, total variation) or l1",
                           hint="check other distances after publishing with pganon.check")
     models._params(model, rest)  # the models module validates the thresholds
+    if model == "t_closeness":  # R3: beyond the largest distance every table passes
+        top = 1 if rest["distance"] == "equal" else 2
+        if not 0 < rest["t"] <= top:
+            raise invalid(f"t = {rest['t']} is outside (0, {top}] for t-closeness with distance {rest['distance']}: "
+                          f"{'no class can be that close' if rest['t'] <= 0 else 'every class is that close'}",
+                          hint=f"give t in (0, {top}], e.g. 0.2 (the largest {rest['distance']} distance is {top})")
     return dict(rest, model=model)
 
 
@@ -112,9 +157,10 @@ def _privacy(spec):
 
 def build(db, ds, p, rel, phases):
     """snapshot -> plan -> assign -> materialize; returns (source rows, classes)."""
-    source_rows = phases.run("snapshot", lsl.snapshot, db, ds, p)
+    source_rows = phases.run("snapshot", snapshot, db, ds, p)
     if p["k"] > source_rows:
         raise invalid(f"k = {p['k']} is larger than the table ({source_rows} rows)", hint="lower k")
+    _refuse_impossible(db, ds, p, source_rows)
     p["hierarchies"] = _hierarchies(db, ds, p)
     if p["kind"] == "gaa":
         phases.run("plan", plan_gaa, db, ds, p)
@@ -124,6 +170,40 @@ def build(db, ds, p, rel, phases):
         phases.run("assign", assign_mondrian, db, ds, p, rel)
     phases.run("materialize", materialize, db, ds, p, rel)
     return source_rows, p["n_classes"]
+
+
+def snapshot(db, ds, p):
+    """`lsl.snapshot` of key, QIs and SAs, and of the person column when there is one (copied
+    and NULL-checked like a QI, never published)."""
+    if not p["person"]:
+        return lsl.snapshot(db, ds, p)
+    return lsl.snapshot(db, ds, dict(p, qis=p["qis"] + [{"column": p["person"]}]))
+
+
+def _refuse_impossible(db, ds, p, source_rows):
+    """R3: k above the persons of the snapshot."""
+    if p["person"]:
+        persons = int(db.one(f"SELECT count(DISTINCT {db.ident(p['person'])}) AS n FROM {SNAP}")["n"])
+        p["n_persons"] = persons
+        if p["k"] > persons:
+            raise unsatisfiable(f'k = {p["k"]} is larger than the {persons} persons ("{p["person"]}") of dataset '
+                                f"{ds.name} ({source_rows} rows): k counts persons, so no class can hold k",
+                                hint=f"lower k to at most {persons}")
+
+
+def _refuse_l(p, distinct):
+    """R3: an l above the distinct values of an SA (distinct: per SA its count) fits no class."""
+    priv = p["privacy"]
+    if priv["model"] not in ("l_diversity", "entropy_l_diversity"):
+        return
+    low = [(s, d) for s, d in zip(p["sas"], distinct) if d < priv["l"]]
+    if low:
+        thresholds = {x: v for x, v in priv.items() if x != "model"}
+        shown = ", ".join(f'"{s}" has {d}' for s, d in low)
+        raise unsatisfiable(f"the whole table does not satisfy {priv['model']} {json.dumps(thresholds)} on {p['sas']}: "
+                            f"l = {priv['l']} but {shown} distinct value(s), so no class can",
+                            hint=f"lower l to at most {min(d for _, d in low)}, or publish other sensitive attributes "
+                                 "(d / sensitive)")
 
 
 def _hierarchies(db, ds, p):
@@ -164,9 +244,13 @@ def plan_gaa(db, ds, p):
     qsel = ", ".join(f"{I(c)}::text AS q{i}" for i, c in enumerate(qis))
     need_hist = p["strategy"] != "S1"
     sa = f", {I(p['sa'])}::text AS v" if need_hist else ""
-    rows = db.rows(f"SELECT {qsel}{sa}, count(*) AS n, min({I(ds.key)}) AS first FROM {SNAP} "
+    src, pcs = SNAP, ""
+    if p["person"]:  # R1: the persons of each tuple, as dense codes
+        src = f"(SELECT *, dense_rank() OVER (ORDER BY {I(p['person'])}) AS _pganon_pc FROM {SNAP}) s"
+        pcs = ", array_agg(DISTINCT _pganon_pc) AS ps"
+    rows = db.rows(f"SELECT {qsel}{sa}, count(*) AS n, min({I(ds.key)}) AS first{pcs} FROM {src} "
                    f"GROUP BY {', '.join(str(i + 1) for i in range(len(qis) + need_hist))} ORDER BY first")
-    index, tuples, counts, hists = {}, [], [], []
+    index, tuples, counts, hists, persons = {}, [], [], [], []
     for r in rows:
         t = tuple(r[f"q{i}"] for i in range(len(qis)))
         i = index.get(t)
@@ -175,13 +259,17 @@ def plan_gaa(db, ds, p):
             tuples.append(t)
             counts.append(0)
             hists.append({})
+            persons.append(set())
         counts[i] += int(r["n"])
         if need_hist:
             hists[i][r["v"]] = int(r["n"])
+        if p["person"]:
+            persons[i].update(r["ps"])
     res = gaa_engine.gaa(tuples, counts, [p["hierarchies"][c] for c in qis], p["k"], metric=p["metric"],
                          weights=p["weights"], strategy=p["strategy"], histograms=hists if need_hist else None,
                          distortion_mode=p["distortion_mode"], cost_mode=p["cost_mode"],
-                         privacy_scope=p["privacy_scope"], seed=p["seed"], tick=db.interruptible())
+                         privacy_scope=p["privacy_scope"], seed=p["seed"], tick=db.interruptible(),
+                         persons=persons if p["person"] else None)
     p["plan"] = {"tuples": tuples, "counts": counts, "result": res}
     p["n_classes"] = len(res.classes)
     p["plan_facts"] = {"steps": res.steps, "distinct_tuples": len(tuples), **res.options}
@@ -230,14 +318,20 @@ def plan_mondrian(db, ds, p):
                                 + tuple(f"_pganon_msa{i}" for i in range(len(p["sas"]))))
     kinds, sizes, values, taxes, doms = _mondrian_domains(db, p)
     sa_doms = _sa_domains(db, p) if p["privacy"] is not None else []
+    if sa_doms:
+        _refuse_l(p, [len(counts) for _, counts in sa_doms])
     n = int(sum(sa_doms[0][1])) if sa_doms else int(db.one(f"SELECT count(*) AS n FROM {SNAP}")["n"])
-    pred = mondrian.k_anonymity(p["k"])
+    pred = mondrian.k_anonymity(p["k"])  # over persons with a person column (mondrian D9)
     priv = p["privacy"]
     if priv is not None:
         glob = {s: dict(zip(range(len(counts)), counts)) for s, (_, counts) in zip(p["sas"], sa_doms)}
+        whole_n = n
+        if p["person"]:  # R2: the table's (person, value) pairs, judged over its persons
+            glob = {s: dict(enumerate(_person_counts(db, p, i))) for i, s in enumerate(p["sas"])}
+            whole_n = p["n_persons"]
         thresholds = {x: v for x, v in priv.items() if x != "model"}
         test = models.predicate(priv["model"], thresholds, glob)
-        if not test(n, glob):
+        if not test(whole_n, glob):
             raise unsatisfiable(f"the whole table does not satisfy {priv['model']} {json.dumps(thresholds)} on "
                                 f"{p['sas']}, so no partition can",
                                 hint="lower the threshold, or publish fewer sensitive attributes (d / sensitive)")
@@ -251,9 +345,10 @@ def plan_mondrian(db, ds, p):
     _mondrian_work(db, ds, p, doms, [d for d, _ in sa_doms], n if order == "ord" else None)
     tick()
     res = mondrian_sql.partition(db, sc, pred, n=n, mode=p["mode"], threshold=p["sql_threshold"],
-                                 order=order, tick=tick)
+                                 order=order, tick=tick, persons=bool(p["person"]), whole=p["whole"])
     p["plan"] = res
     p["n_classes"] = res.n_partitions
+    p["mondrian_taxes"] = taxes
     p["plan_facts"] = {"rounds": res.rounds, "kinds": kinds, "sql_levels": res.levels,
                        "largest_pull": res.largest}
 
@@ -312,14 +407,26 @@ def _sa_domains(db, p):
     return out
 
 
+def _person_counts(db, p, i):
+    """Per code of SA i (`_sa_domains` order) the distinct persons holding it in the table."""
+    return [int(r["n"]) for r in db.rows(
+        f"SELECT count(DISTINCT s.{db.ident(p['person'])}) AS n FROM {SNAP} s JOIN pg_temp._pganon_msa{i} d "
+        f"ON d.v = s.{db.ident(p['sas'][i])}::text COLLATE \"C\" GROUP BY d.code ORDER BY d.code")]
+
+
 def _mondrian_work(db, ds, p, doms, sa_doms, n_seeded):
     """CREATE the work table: key, rn (key order), one code per QI and SA, part 0; with
-    n_seeded, the column ord: each row's place in `mondrian`'s seeded row order (S4)."""
+    n_seeded, the column ord: each row's place in `mondrian`'s seeded row order (S4); with a
+    person column, pc: the person's code (dense rank)."""
     I = db.ident
     sel = [f"s.{I(ds.key)} AS _k", f"(row_number() OVER (ORDER BY s.{I(ds.key)}))::int4 AS rn"]
+    if p["person"]:
+        sel.append(f"(dense_rank() OVER (ORDER BY s.{I(p['person'])}) - 1)::int4 AS pc")
     joins = []
     for j, (dom, cast) in enumerate(doms):
-        sel.append(f"d{j}.code AS c{j}")
+        # R2: whole persons are cut by their smallest code (every record of a person alike)
+        sel.append(f"min(d{j}.code) OVER (PARTITION BY s.{I(p['person'])}) AS c{j}" if p["whole"]
+                   else f"d{j}.code AS c{j}")
         joins.append(f"JOIN {dom} d{j} ON d{j}.v = s.{I(p['qis'][j]['column'])}{cast}")
     for i, dom in enumerate(sa_doms):
         sel.append(f"e{i}.code AS s{i}")
@@ -345,8 +452,25 @@ def assign_mondrian(db, ds, p, rel):
     tax = [q["column"] for q in p["qis"] if q["column"] in p["hierarchies"]]
     if tax:
         idx = [j for j, q in enumerate(p["qis"]) if q["column"] in p["hierarchies"]]
-        nodes = [tuple(int(res.nodes[j][c]) for j in idx) for c in range(res.n_partitions)]
+        if p["whole"]:  # R2: the node covering the class's own leaves, not its persons' smallest
+            cols = [_covering_nodes(db, ds, p, rel, j, res.n_partitions) for j in idx]
+            nodes = list(zip(*cols))
+        else:
+            nodes = [tuple(int(res.nodes[j][c]) for j in idx) for c in range(res.n_partitions)]
         _class_labels(db, p, nodes, tax)
+
+
+def _covering_nodes(db, ds, p, rel, j, n_classes):
+    """Per class 1..n_classes, the hierarchy node id of taxonomy QI j that covers every leaf its
+    records hold: the LCA of its smallest and largest leaf rank (`mondrian.Taxonomy` ranks)."""
+    tx = p["mondrian_taxes"][j]
+    col = db.ident(p["qis"][j]["column"])
+    r = db.rows(f"SELECT m.class_id, min(d.code) AS lo, max(d.code) AS hi FROM {rel['map']} m JOIN {SNAP} s "
+                f"USING ({db.ident(ds.key)}) JOIN pg_temp._pganon_mdom{j} d ON d.v = s.{col}::text GROUP BY 1 ORDER BY 1")
+    if len(r) != n_classes:
+        raise RuntimeError(f"pganon bug: {len(r)} of {n_classes} Mondrian classes have records")
+    u = tx.lca(np.array([x["lo"] for x in r], np.int64), np.array([x["hi"] for x in r], np.int64))
+    return [int(tx.labels[v]) for v in u.tolist()]
 
 
 # ---- GT -----------------------------------------------------------------------------------
@@ -422,6 +546,8 @@ def layout(ds, p, rel):
         "gt_group": "class_id",
         "relations": {x: rel[x] for x in ("gt", "map")},
         **p["plan_facts"],
+        # R1, R2: what the release promises about persons, re-checked by the verifier
+        **({"person": p["person"], "k_scope": "persons", "persons_whole": p["whole"]} if p["person"] else {}),
     }
 
 
@@ -463,6 +589,12 @@ def measure(db, ds, p, rel, lay, source_rows):
         "dm_star": sum(s * s for s in sizes) / float(n * n),
         "c_avg": (n / len(sizes)) / p["k"],
     }
+    if p["person"]:
+        per = [int(x["c"]) for x in db.rows(
+            f"SELECT count(DISTINCT s.{I(p['person'])}) AS c FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
+            f"JOIN (SELECT DISTINCT class_id, {', '.join(I(q['column']) for q in p['qis'])} FROM {rel['gt']}) g "
+            f"USING (class_id) GROUP BY {', '.join('g.' + I(q['column']) for q in p['qis'])}")]
+        metrics.update(persons=p["n_persons"], min_class_persons=min(per))
     if p["kind"] == "gaa":
         metrics.update(_metric_model(p))
     w = p["workload"]

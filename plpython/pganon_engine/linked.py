@@ -3,9 +3,13 @@ links to several fingerprint buckets) and the (p,k)-angelization baseline (one c
 
 The pipeline steps for this family:
   snapshot     as for bucketization (`lsl.snapshot`): one copy, NULL and key checks
-  plan         `ck.ck_plan` / `ck.pk_plan` on the snapshot's rows: CreateFB and its refinement
-               depend on record order and on each bucket's value sets, so this planner reads one
-               row per record (the spec's algorithm demands it; docs/scaling.md says so)
+  plan         (c,k) first refuses, from the delta value counts alone, a c_f or mode no release
+               can reach (`ck.check_reach`, PA005); then `ck.ck_plan` / `ck.pk_plan` on the
+               snapshot's rows: CreateFB and its refinement depend on record order and on each
+               bucket's value sets, so this planner reads one row per record (the spec's
+               algorithm demands it; docs/scaling.md says so).  A plan that exceeds c_f is
+               refused unless c_f_excess = 'allow'; what a release relaxes (mode 'relax',
+               c_f exceeded) is recorded in its params and layout as "relaxed"
   assign       (key, group_id, bucket_id) rows from three arrays, set-based
   materialize  GT: one row per record with the group's numeric ranges, categorical QIs kept
                where the group stays k-anonymous on them or '*' (A13 of `ck`), and the row's
@@ -23,7 +27,7 @@ from .errors import invalid
 
 METHODS = {"ck_anonymization": "ck", "pk_angelization": "pk"}
 COMMON = {"d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
-PARAMS = {"ck": COMMON | {"k", "c", "c_f", "mode"}, "pk": COMMON | {"k", "p"}}
+PARAMS = {"ck": COMMON | {"k", "c", "c_f", "mode", "c_f_excess"}, "pk": COMMON | {"k", "p"}}
 SNAP = lsl.SNAP
 
 
@@ -65,7 +69,8 @@ def parse_params(method, params, ds):
          "workload": P.workload(params)}
     if kind == "ck":
         p.update(c=P.integer(params, "c", 1, default=2), c_f=P.integer(params, "c_f", 1, default=2),
-                 mode=P.choice(params, "mode", ("strict", "relax"), "strict"))
+                 mode=P.choice(params, "mode", ck.MODES, "strict"),
+                 c_f_excess=P.choice(params, "c_f_excess", ck.C_F_EXCESS, "refuse"))
     else:
         p["p"] = P.integer(params, "p", 1, default=2)
     return p
@@ -89,6 +94,8 @@ def plan(db, ds, p):
     """Rows in key order (the paper's T order) -> buckets and QI groups per record."""
     I = db.ident
     qis, sas = [q["column"] for q in p["qis"]], p["sas"]
+    if p["kind"] == "ck":
+        _check_reach(db, p)
     rows = db.rows(f"SELECT {I(ds.key)}::text AS _k, {', '.join(map(I, qis + sas))} FROM {SNAP} "
                    f"ORDER BY {I(ds.key)}")
     keys = [r["_k"] for r in rows]
@@ -96,7 +103,8 @@ def plan(db, ds, p):
     try:
         if p["kind"] == "ck":
             out = ck.ck_plan(records, qis, sas, p["k"], p["c"], p["c_f"], p["weights"], p["mode"],
-                             kinds=_kinds(p), seed=p["seed"], tick=db.interruptible())
+                             kinds=_kinds(p), seed=p["seed"], tick=db.interruptible(),
+                             c_f_excess=p["c_f_excess"])
         else:
             out = ck.pk_plan(records, qis, sas, p["p"], p["k"], p["weights"], kinds=_kinds(p), seed=p["seed"])
         gen = ck.generalize([r[1] for r in records], out.group, p["k"], kinds=_kinds(p),
@@ -107,11 +115,27 @@ def plan(db, ds, p):
     # (p,k) suppresses every categorical QI, as the paper's Table 2 does; (c,k) generalizes
     p["lca"] = _lca_cells(db, ds, p, records, out.group, gen) if p["kind"] == "ck" else {}
     if p["kind"] == "ck":
-        p["plan_facts"] = {
-            "mode_achieved": out.mode_achieved, "fallback": out.fallback, "fallback_reason": out.fallback_reason,
-            "cf_exceeded": [[b, str(v), n] for b, v, n in out.cf_exceeded],
-            "categories": len(out.categories), "buckets": out.n_buckets}
+        # bucket ids stay out of the facts: release.py renumbers them after build
+        p["plan_facts"] = {"mode_achieved": out.mode_achieved, "relaxed": out.relaxed,
+                           "categories": len(out.categories), "buckets": out.n_buckets}
     return out, keys
+
+
+def _check_reach(db, p):
+    """A17 of `ck` before any row is read: the delta value counts and each SA's number of
+    distinct values, two aggregates over the snapshot.  Leaves the errors the planner names
+    itself (k above the row count, c above the number of categories) to the planner."""
+    I = db.ident
+    delta = p["weights"].delta
+    counts = [(r["v"], int(r["n"])) for r in db.rows(
+        f"SELECT {I(delta)}::text AS v, count(*) AS n FROM {SNAP} GROUP BY 1 ORDER BY 1")]
+    total = sum(n for _, n in counts)
+    if not counts or p["k"] > total or p["c"] > len(ck.category_table(counts, p["k"])):
+        return
+    nd = db.one("SELECT " + ", ".join(f"count(DISTINCT {I(a)}) AS d{i}" for i, a in enumerate(p["sas"]))
+                + f" FROM {SNAP}")
+    ck.check_reach(counts, p["k"], p["c"], p["c_f"], delta=delta, mode=p["mode"], c_f_excess=p["c_f_excess"],
+                   distinct={a: int(nd[f"d{i}"]) for i, a in enumerate(p["sas"])}, zeta=p["weights"].zeta)
 
 
 def _lca_cells(db, ds, p, records, group, gen):
@@ -200,7 +224,9 @@ def materialize(db, ds, p, the_plan, rel):
 def recorded_params(params, p):
     out = dict(params, k=p["k"], seed=p["seed"])
     if p["kind"] == "ck":
-        out.update(c=p["c"], c_f=p["c_f"], mode=p["mode"])
+        # the relaxation a release asked for (mode, c_f_excess) is in its params, so that they
+        # publish it again; what was relaxed, with the figures, is in the layout and the promise
+        out.update(c=p["c"], c_f=p["c_f"], mode=p["mode"], c_f_excess=p["c_f_excess"])
     else:
         out["p"] = p["p"]
     return out
@@ -221,7 +247,7 @@ def layout(ds, p, rel):
         "relations": {k: rel[k] for k in ("gt", "st", "map", "st_long", "categories")},
     }
     if p["kind"] == "ck":
-        lay.update(c=p["c"], c_f=p["c_f"], mode=p["mode"], **p["plan_facts"])
+        lay.update(c=p["c"], c_f=p["c_f"], mode=p["mode"], c_f_excess=p["c_f_excess"], **p["plan_facts"])
     else:
         lay["p"] = p["p"]
     return lay
@@ -265,3 +291,31 @@ def measure(db, ds, p, rel, lay, source_rows):
         gt = utility.covered_view(db, p["qis"], SNAP, rel["gt"], p.get("hierarchies") or {})
         metrics["query_error"] = utility.query_error(db, p["qis"], SNAP, gt, w["theta"], w["queries"], w["seed"])
     return metrics
+
+
+def promised_confidence(lay):
+    """Per SA, the highest confidence about a target's value that a release of this family lets
+    an analyst reach, or None where its model promises nothing.  The analyst's seat: the
+    target's GT row links to one bucket; the bucket's value counts per SA are the most the
+    release tells (the ST lists value sets, the GT's rows per bucket its size), so the bound is
+    the largest share one value may have of a bucket.
+
+    (c,k) (spec 004 Def. 9, ck A5): a bucket holds at most c_f records of one delta value, at
+    least k records, and records of at least c categories, i.e. at least c - 1 of other delta
+    values.  A value with x <= c_f records therefore has at most x / max(k, x + c - 1) of its
+    bucket, largest at x = c_f: c_f / max(k, c_f + c - 1) (Table 6: 2/3 with k = c = c_f = 2).
+    A release that records c_f as relaxed is bounded by its recorded largest count instead.  No
+    other SA is bounded: categories are made of delta values only, and eq. (4)/(5) constrain
+    what two linked buckets share, not the shares inside one bucket (a bucket may hold one
+    value of an SA).  A bound of 1 is no promise (None).
+    (p,k) (Def. 8): a batch has at least k records of at least p categories and no cap on one
+    value, so a delta value may hold all but p - 1 records of a batch of any size: no bound
+    below 1 for any SA.
+    """
+    out = {a: None for a in lay["sas"]}
+    if lay.get("model") == "ck":
+        k, c = int(lay["k"]), int(lay["c"])
+        x = max(int(lay["c_f"]), int((lay.get("relaxed") or {}).get("max_delta_count") or 0))
+        bound = x / max(k, x + c - 1)
+        out[lay["delta"]] = bound if bound < 1 else None
+    return out

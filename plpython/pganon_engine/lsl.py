@@ -7,21 +7,46 @@ The pipeline steps for this family, each set-based except `plan`:
   plan         bucketize.plan() on bucket counts only (memory ~ buckets + plan runs, not rows)
   assign       runs -> (key, group_id) by matching each row's rank inside its bucket
   materialize  GT (group_id, QIs exact or generalized per group; spec §4.2's QIT), ST
-               (group_id, SA vector, count), and the level table the verifier reads
+               (group_id, SA vector, count), and the level table (the l promised per value)
   measure      AIL, SR (Defs 14-15), NCP of the per-group generalized QIs (spec 004 §4.1)
+
+min_group m (default 2; 1 is the paper's setting, needed to reproduce its fixtures and claims).
+The paper lets a group whose values are all of level 0 (l0 = 1) hold one row, publishing that
+row's exact QIs beside its whole SA vector. With min_group m every group has at least m rows and
+no SA vector fills more than 1/m of its group (a floor on the size alone is not enough: two rows
+with one vector expose it), so an attacker who finds the target's row by its exact QIs is never
+more than 1/m sure of its whole vector. Values keep the l of their level: a value of level >= 1
+stays within 1/l of its group, and a level-0 value may still fill its group (attacker
+confidence 1.0 on that value, by declaration, whatever m). The per-value reading (every value
+within 1/m) is the DBA's to ask for, by raising l0 with pganon.set_level_l; as the default it
+suppressed 47-98 % of the rows of Adult (d >= 4) and NMES (d = 3), where one level-0 value
+holds most rows; the vector bound suppressed none there. The planner takes m (bucketize
+A18: buckets shielded like values with l = m, and the MSLF group size the smallest the buckets
+can fill); the baselines' single l, when derived from the levels, is raised to m (an explicit l
+below m is refused), which bounds every vector already. min_group is recorded in params and in
+the layout (with the l per level: the promise), and the verifier checks it (check min_group)
+and each value's l from the catalog, never from this module's level table.
+
+Impossible requests are refused before the plan (`bucketize.blocked_dimension`): in a group every
+value holds at most |G| / l of it, so the shares 1/l of one SA's values must add up to >= 1 (e.g.
+l = 9 with 5 distinct values can never publish a row), and there must be m distinct SA vectors.
+A plan with no group at all (the greedy found none) is refused too, before anything is assigned.
+AIL keeps Def 14's l (that of the group's highest level), so the cost of min_group shows in it.
 """
+
+from fractions import Fraction
 
 import numpy as np
 
 from . import bucketize, utility
 from . import params as P
-from .errors import bad_data, incomplete, invalid
+from .errors import bad_data, incomplete, invalid, unsatisfiable
 
 METHODS = {
     "mbf": ("mbf", False), "msdcf": ("msdcf", False), "mmdcf": ("mmdcf", False),
     "mbf_mslf": ("mbf", True), "msdcf_mslf": ("msdcf", True), "mmdcf_mslf": ("mmdcf", True),
 }
-PARAMS = {"d", "sensitive", "l", "tie", "seed", "qi_order", "generalize", "limit"} | P.WORKLOAD_PARAMS
+PARAMS = {"d", "sensitive", "l", "min_group", "tie", "seed", "qi_order", "generalize", "limit"} | P.WORKLOAD_PARAMS
 NUMERIC_RANGES = {"smallint": "int4range", "integer": "int4range", "bigint": "int8range", "date": "daterange"}
 
 TEMP_BUFFERS = "256MB"
@@ -42,9 +67,19 @@ def parse_params(method, params, ds):
     if not ds.level_l:
         raise incomplete(f"dataset {ds.name} has no l for any security level",
                          hint="set them with pganon.set_level_l(dataset, level, l)")
+    min_group = P.integer(params, "min_group", 1, default=2)
+    l = P.integer(params, "l", 1)
+    if mslf and l is not None:
+        raise invalid(f"parameter l is the baselines' single l; {method} takes the l of each security level",
+                      hint="set them with pganon.set_level_l(dataset, level, l), or use "
+                           f"{variant} for one l")
+    if l is not None and l < min_group:
+        share = "its whole group (one row's whole sensitive vector)" if l == 1 else f"1/{l} of its group"
+        raise invalid(f"l = {l} is below min_group = {min_group}: a value could fill {share}",
+                      hint=f"raise l to at least {min_group}, or pass min_group: {l} to accept it")
     return {
         "method": method, "variant": variant, "mslf": mslf, "sas": sas, "qis": qis,
-        "l": P.integer(params, "l", 1), "tie": tie,
+        "l": l, "min_group": min_group, "tie": tie, "level_l": dict(ds.level_l),
         "seed": seed, "qi_order": P.boolean(params, "qi_order"), "generalize": P.boolean(params, "generalize"),
         "limit": P.integer(params, "limit", 1),
         # exact QIs answer every QI query exactly: the workload runs only on a generalized GT
@@ -134,26 +169,79 @@ def build_buckets(db, ds, p):
 
 
 def baseline_l(p, ds, levels):
-    """Spec A15: the baselines' single l is the l of the highest level present, unless given."""
+    """Spec A15: the baselines' single l is the l of the highest level present, unless given;
+    raised to min_group (module docstring)."""
     if p["l"] is not None:
         return p["l"]
-    return ds.level_l[max(levels)]
+    return max(p["level_l"][max(levels)], p["min_group"])
+
+
+def plural(n, noun):
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def refuse_impossible(p, sizes, values, levels):
+    """Refuse, from the bucket counts alone, a request under which no group can exist
+    (`bucketize.blocked_dimension`: one SA's values cannot fill a group), with the numbers."""
+    try:
+        blocked = bucketize.blocked_dimension(sizes, values, levels, p["level_l"], mslf=p["mslf"],
+                                              baseline_l=p["baseline_l"], min_group=p["min_group"])
+    except ValueError as exc:
+        raise invalid(str(exc))
+    if blocked is None:
+        return
+    j, l_of = blocked
+    n, mg, k = sum(sizes), p["min_group"], len(l_of)
+    if j is None:
+        raise unsatisfiable(f"min_group = {mg} needs {mg} distinct sensitive vectors per group; the table has {k}: "
+                            f"all {n} rows would be suppressed",
+                            hint=f"use min_group <= {k}, or publish more sensitive attributes")
+    sa = p["sas"][j]
+    if not p["mslf"]:
+        l = p["baseline_l"]
+        raised = p["l"] is None and l > p["level_l"][max(levels)]
+        note = f" (the l of the highest level present, raised to min_group = {mg})" if raised else ""
+        raise unsatisfiable(f"l = {l} but {sa} has only {plural(k, 'distinct value')}{note}: "
+                            f"no group can be {l}-diverse and all {n} rows would be suppressed",
+                            hint=f"use l <= {k}" + (" and min_group <= l" if raised else "")
+                            + f", or leave {sa} out (parameter sensitive)")
+    by_l = {}
+    for x in l_of.values():
+        by_l[x] = by_l.get(x, 0) + 1
+    listing = ", ".join(f"{c} with l = {x}" for x, c in sorted(by_l.items()))
+    share = sum(Fraction(c, x) for x, c in by_l.items())
+    raise unsatisfiable(f"{sa} has only {plural(k, 'distinct value')} ({listing}): their shares 1/l add "
+                        f"up to {share} < 1, so no group can be L_sl-diverse and all {n} rows would be suppressed",
+                        hint=f"lower the l of their levels (pganon.set_level_l), or leave {sa} out "
+                             "(parameter sensitive)")
 
 
 def plan(db, ds, p, sizes, values, levels):
     # the l each bucket imposes on its group (A11: a group's l is the max over its contents)
     d = len(p["sas"])
-    bucket_l = ([ds.level_l[max(levels[b * d:(b + 1) * d])] for b in range(len(sizes))] if p["mslf"]
+    bucket_l = ([p["level_l"][max(levels[b * d:(b + 1) * d])] for b in range(len(sizes))] if p["mslf"]
                 else [p["baseline_l"]] * len(sizes))
     db.run("CREATE TEMP TABLE _pganon_bl ON COMMIT DROP AS SELECT (o - 1)::int AS bucket, l "
            "FROM unnest($1::text::int4[]) WITH ORDINALITY AS x(l, o)", [pg_array(np.asarray(bucket_l))], ["text"])
     db.run(f"ANALYZE {BUCKET_L}")
     try:
-        return bucketize.plan(sizes, values, levels, ds.level_l, p["variant"], mslf=p["mslf"],
-                              baseline_l=p["baseline_l"], tie=p["tie"], seed=p["seed"],
-                              tick=db.interruptible())
+        the_plan = bucketize.plan(sizes, values, levels, p["level_l"], p["variant"], mslf=p["mslf"],
+                                  baseline_l=p["baseline_l"], tie=p["tie"], seed=p["seed"],
+                                  tick=db.interruptible(), min_group=p["min_group"])
     except ValueError as exc:
         raise invalid(str(exc))
+    if the_plan.n_groups == 0:
+        refuse_no_group(p, sizes)
+    return the_plan
+
+
+def refuse_no_group(p, sizes):
+    """A plan without a group would publish nothing: refuse it with the numbers."""
+    model = "L_sl-diverse" if p["mslf"] else f"{p['baseline_l']}-diverse"
+    raise unsatisfiable(f"{p['method']} found no {model} group (each value at most 1/l of its group, each "
+                        f"sensitive vector at most 1/{p['min_group']} (min_group)) among the {len(sizes)} distinct "
+                        f"sensitive vectors: all {sum(sizes)} rows would be suppressed",
+                        hint="lower l (or the levels' l, or min_group), or publish fewer sensitive attributes")
 
 
 QI_ORDER_PASSES = 3
@@ -308,8 +396,11 @@ def materialize(db, ds, p, rel):
            f"FROM (SELECT group_id, bucket, count(*)::int AS count FROM {rel['map']} GROUP BY 1, 2) x "
            f"JOIN pg_temp._pganon_vrank r USING (bucket) "
            f"JOIN {BUCKET} b ON b._pganon_bucket = x.bucket ORDER BY x.group_id, x.count DESC, r.vrank")
-    # The level table the verifier and the metrics read: what this release promised per value.
-    db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.column_name::text AS sa, s.value, s.level, l.l "
+    # The level table: what this release promised per value (the l of its level, or the
+    # baselines' single l; anatomy's promise is per vector, in the layout). The verifier does
+    # not read it: it derives each value's l from the catalog itself.
+    promised = "l.l" if p.get("mslf", True) else str(int(p["baseline_l"]))
+    db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.column_name::text AS sa, s.value, s.level, {promised} AS l "
            f"FROM pganon.security_level s JOIN pganon.level_l l USING (dataset_id, level) "
            f"WHERE s.dataset_id = $1 AND s.column_name::text = ANY($2)", [ds.id, sas], ["int4", "text[]"])
     for suffix in ("st", "levels") if not p["generalize"] else ("gt", "st", "levels"):
@@ -322,6 +413,7 @@ def build(db, ds, p, rel, phases):
     sizes, values, levels = phases.run("buckets", build_buckets, db, ds, p)
     p["baseline_l"] = baseline_l(p, ds, levels)
     p["buckets"] = len(sizes)
+    refuse_impossible(p, sizes, values, levels)
     the_plan = phases.run("plan", plan, db, ds, p, sizes, values, levels)
     phases.run("assign", assign, db, ds, p, the_plan, rel, sizes)
     phases.run("materialize", materialize, db, ds, p, rel)
@@ -330,7 +422,7 @@ def build(db, ds, p, rel, phases):
 
 def recorded_params(params, p):
     """What the release records: the given parameters plus the defaults that decided it."""
-    recorded = dict(params, tie=p["tie"], seed=p["seed"])
+    recorded = dict(params, tie=p["tie"], seed=p["seed"], min_group=p["min_group"])
     if not p["mslf"]:
         recorded["l"] = p["baseline_l"]
     return recorded
@@ -341,6 +433,10 @@ def layout(ds, p, rel):
         "family": "bucketization",
         "model": "lsl" if p["mslf"] else "l_diversity",
         "l": None if p["mslf"] else p["baseline_l"],
+        # the promise: groups of >= min_group rows, no SA vector above 1/min_group of its
+        # group; L_sl: each value within 1/l of its level
+        "min_group": p["min_group"],
+        "level_l": {str(lv): x for lv, x in sorted(p["level_l"].items())} if p["mslf"] else None,
         "key": ds.key,
         "qis": [{"column": q["column"], "kind": q["kind"]} for q in p["qis"]],
         "sas": p["sas"],

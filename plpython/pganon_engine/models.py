@@ -689,8 +689,10 @@ def _class_test(model, p, g):
         return lambda n, hs: size_ok(n)
     if model == "alpha_k_anonymity":
         a = p.get("alpha")
+        # over the size n, which every class of records has as its histograms' sum; a Mondrian
+        # part judged over persons (mondrian D9) gives persons and persons holding each value
         return lambda n, hs: size_ok(n) and (a is None or all(
-            float(Fraction(max(h.values()), sum(h.values()))) <= a for h in hs.values()))
+            float(Fraction(max(h.values()), n)) <= a for h in hs.values()))
     if model == "l_diversity":
         return lambda n, hs: all(len(h) >= p["l"] for h in hs.values())
     if model == "entropy_l_diversity":

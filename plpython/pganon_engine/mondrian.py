@@ -54,6 +54,18 @@ Decisions (spec §7 items in brackets):
 - D8  Frequency sets for `choose_cut` are GROUP BY (QI code, every SA channel) counts, not only
       code -> count: the SA histograms of a side are sums over its codes, which per-QI counts
       alone cannot give.  Without SA channels (k-anonymity) code -> count is enough.
+- D9  Persons (`partition(..., persons=)`: a person code per row, when one person may own
+      several rows).  The cuts are still chosen on rows (D1-D4); only the predicate's view of a
+      part changes: its size is the number of distinct persons in it and its histogram of a
+      channel counts, per code, the distinct persons holding that code in the part (a person
+      counts once per value she holds).  So k_anonymity(k) means k persons, distinct l-
+      diversity l values each held by some person, and a frequency model reads person-value
+      pairs.  Distinct counts are not sums over codes, so `choose_cut` cannot judge persons
+      from frequency sets; `cut_candidates` gives the cuts in the order D5 tries them and the
+      caller counts persons per part (`mondrian_sql` does it in SQL).
+- D10 Whole persons (`whole=True`, with persons): a cut is allowable only if every person's
+      rows of the partition land in one part, so every class holds all the rows of each of
+      its persons.  Initial partitions (`start`) must not share a person.
 """
 
 from __future__ import annotations
@@ -79,7 +91,9 @@ __all__ = [
     "freq_set",
     "freq_sets",
     "Cut",
+    "cut_candidates",
     "choose_cut",
+    "parts_pass",
     "assign",
     "Result",
     "partition",
@@ -527,9 +541,12 @@ def _evaluate(pred, sizes, hists, names):
     return out
 
 
-def _parts_ok(pred, key, m, sa_rows, schema):
+def _parts_ok(pred, key, m, sa_rows, schema, persons=None):
     """Predicate per part for rows labelled key in 0..m-1 (every part non-empty); sa_rows per
-    channel the SA codes of those rows.  Histograms are built in chunks of parts (D7)."""
+    channel the SA codes of those rows.  Histograms are built in chunks of parts (D7).  With
+    persons (a person code per row), the parts are judged over persons (D9)."""
+    if persons is not None:
+        return _person_parts_ok(pred, key, m, sa_rows, schema, persons)
     sizes = np.bincount(key, minlength=m)
     if not getattr(pred, "uses_sa", True) or not schema.sa_sizes:
         return _evaluate(pred, sizes, (), schema.sa_names)
@@ -551,6 +568,42 @@ def _parts_ok(pred, key, m, sa_rows, schema):
                  for s, v in zip(sa_rows, schema.sa_sizes)]
         out[a:b] = _evaluate(pred, sizes[a:b], hists, schema.sa_names)
     return out
+
+
+def _distinct(*cols):
+    """The distinct rows of equal-length int columns, sorted by the first column then the next."""
+    o = np.lexsort(cols[::-1])
+    sc = [c[o] for c in cols]
+    new = np.ones(o.size, bool)
+    if o.size > 1:
+        new[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in sc])
+    return [c[new] for c in sc]
+
+
+def _person_parts_ok(pred, key, m, sa_rows, schema, persons):
+    """D9: the predicate per part over persons: size = distinct persons of the part, histogram
+    = per code the distinct persons of the part holding it.  Chunked by parts as `_parts_ok`."""
+    sizes = np.bincount(_distinct(key, persons)[0], minlength=m)
+    if not getattr(pred, "uses_sa", True) or not schema.sa_sizes:
+        return _evaluate(pred, sizes, (), schema.sa_names)
+    held = [_distinct(key, s, persons)[:2] for s in sa_rows]  # (part, code) per (part, code, person)
+    step = max(1, _HIST_CELLS // sum(schema.sa_sizes))
+    out = np.zeros(m, bool)
+    for a in range(0, m, step):
+        b = min(m, a + step)
+        hists = []
+        for (kc, sc), v in zip(held, schema.sa_sizes):
+            lo, hi = np.searchsorted(kc, [a, b])
+            hists.append(np.bincount((kc[lo:hi] - a) * v + sc[lo:hi], minlength=(b - a) * v).reshape(b - a, v))
+        out[a:b] = _evaluate(pred, sizes[a:b], hists, schema.sa_names)
+    return out
+
+
+def _persons_whole(seg, key, persons, S):
+    """D10, per segment 0..S-1: do the parts (key) of its rows hold each of its persons in one
+    part, i.e. persons summed over its parts = its distinct persons?"""
+    in_parts = np.bincount(_distinct(seg, key, persons)[0], minlength=S)
+    return in_parts == np.bincount(_distinct(seg, persons)[0], minlength=S)
 
 
 # --------------------------------------------------------------------------------------------
@@ -702,6 +755,26 @@ def choose_cut(freqs, schema, predicate, *, mode="strict", nodes=None):
     """
     mode = _mode(mode)
     pred = _predicate(predicate)
+    for cut, sizes, hists in cut_candidates(freqs, schema, mode=mode, nodes=nodes):
+        if _evaluate_parts(pred, sizes, hists, schema).all():
+            return cut
+    return None
+
+
+def parts_pass(predicate, sizes, hists, schema):
+    """Does every non-empty part pass the predicate?  sizes (parts,), hists per SA channel
+    (parts, sa_size): what `cut_candidates` gives, or the persons' view of it (D9)."""
+    return bool(_evaluate_parts(_predicate(predicate), np.asarray(sizes, np.int64),
+                                [np.asarray(h, np.int64) for h in hists], schema).all())
+
+
+def cut_candidates(freqs, schema, *, mode="strict", nodes=None):
+    """The cuts D5 tries on a partition, in its order, as (cut, part sizes, part SA histograms)
+    over rows: D1's dimension order, the median / taxonomy cut of each (D2-D4), cuts with fewer
+    than two non-empty parts left out.  The first whose parts pass the predicate is the cut
+    (`choose_cut`); a caller judging persons (D9) counts them per part itself.  Arguments as
+    `choose_cut`; the input is checked at the call, the cuts are made as they are read."""
+    mode = _mode(mode)
     d = schema.d
     freqs = list(freqs)
     if len(freqs) != d:
@@ -731,6 +804,10 @@ def choose_cut(freqs, schema, predicate, *, mode="strict", nodes=None):
     if not size:
         raise invalid("the partition is empty", hint="a frequency set needs at least one row")
     _check_nodes(nodes, schema, lo, hi)
+    return _candidates(freqs, work, lo, hi, size, schema, mode)
+
+
+def _candidates(freqs, work, lo, hi, size, schema, mode):
     width, lcas = _widths(schema, lo, hi)
     order = _dim_order(schema, width)[0]
     for j in order:
@@ -755,9 +832,7 @@ def choose_cut(freqs, schema, predicate, *, mode="strict", nodes=None):
                 continue
         if (sizes > 0).sum() < 2:
             continue
-        if _evaluate_parts(pred, sizes, hists, schema).all():
-            return cut
-    return None
+        yield cut, sizes, hists
 
 
 def _hist_add(m, v, part, sa, counts):
@@ -885,7 +960,8 @@ class Result:
         return [self.summary(p) for p in range(self.n_partitions)]
 
 
-def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=None, nodes=None):
+def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=None, nodes=None,
+              persons=None, whole=False):
     """Mondrian on rows in memory: recursively cut every initial partition while an allowable
     cut exists (D1-D5), iteratively and vectorized.
 
@@ -897,12 +973,15 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
                e.g. the partitions the SQL cut); initial partitions are taken in ascending id
     nodes      taxonomy nodes the initial partitions start from (a check, D1): per QI a node
                (one partition) or a mapping initial id -> per QI nodes
+    persons    None, or per row a person code (int >= 0): the predicate judges persons (D9)
+    whole      with persons: no cut separates the rows of a person (D10)
     """
     mode = _mode(mode)
     pred = _predicate(predicate)
     qs, ss, n = _check_rows(qi_codes, sa_codes, schema)
     if n == 0:
         raise invalid("the table is empty", hint="Mondrian needs at least one row")
+    pers = _persons(persons, n, whole)
     d = schema.d
     W = [_working(q, schema, j, f"QI {j}") for j, q in enumerate(qs)]
     rng = None if schema.seed is None else np.random.default_rng([int(schema.seed), 1])
@@ -922,7 +1001,10 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
         a_len = a_len.astype(np.int64)
     a_start = np.cumsum(a_len) - a_len
     a_origin = np.arange(ids.size)
-    ok = _parts_ok(pred, init_key, ids.size, ss, schema)
+    ok = _parts_ok(pred, init_key, ids.size, ss, schema, pers)
+    if whole and not _persons_whole(np.zeros(n, np.int64), init_key, pers, 1)[0]:
+        raise invalid("a person has rows in several initial partitions, so her rows cannot stay whole",
+                      hint="give every person's rows the same start id")
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         what = ("the table" if start is None
@@ -941,6 +1023,7 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
     Wact = [w[perm] for w in W]
     Sact = [x[perm] for x in ss] if uses_sa else []
     vact = vec[perm] if vec is not None else None
+    pact = None if pers is None else pers[perm]
     final = np.empty(n, np.int64)
     done = {"start": [], "len": [], "origin": [], "lo": [], "hi": [], "lca": []}
     rounds = 0
@@ -970,8 +1053,8 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
                 pidx, F = _cut_rows(schema, j, mode, Wact[j][sub], lseg, a_len[pid],
                                     None if lcas[j] is None else lcas[j][pid],
                                     None if vact is None else vact[sub], n_vec)
-                allowed = _cuts_ok(pred, lseg * F + pidx, pid.size, F,
-                                   [x[sub] for x in Sact], schema)
+                allowed = _cuts_ok(pred, lseg * F + pidx, pid.size, F, [x[sub] for x in Sact], schema,
+                                   None if pact is None else pact[sub], whole)
                 acc = pid[allowed]
                 pending[acc] = False
                 fan[acc] = F
@@ -1001,6 +1084,7 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
         Wact = [w[idx] for w in Wact]
         Sact = [x[idx] for x in Sact]
         vact = None if vact is None else vact[idx]
+        pact = None if pact is None else pact[idx]
         psz = np.bincount(key, minlength=sid.size * Fm).reshape(sid.size, Fm)
         nz = psz > 0
         a_start = (a_start[sid][:, None] + np.cumsum(psz, axis=1) - psz)[nz]
@@ -1045,14 +1129,30 @@ def _cut_rows(schema, j, mode, v, lseg, sizes, lca, vec, n_vec):
     return pidx, 2
 
 
-def _cuts_ok(pred, key, S, F, sa_rows, schema):
-    """Per partition: its cut has >= 2 non-empty parts and every non-empty part passes (D5)."""
+def _cuts_ok(pred, key, S, F, sa_rows, schema, persons=None, whole=False):
+    """Per partition: its cut has >= 2 non-empty parts and every non-empty part passes (D5);
+    over persons (D9), keeping each person in one part with whole (D10)."""
     psz = np.bincount(key, minlength=S * F)
     nz = psz > 0
     comp = np.cumsum(nz) - 1
     good = np.ones(S * F, bool)
-    good[nz] = _parts_ok(pred, comp[key], int(nz.sum()), sa_rows, schema)
-    return good.reshape(S, F).all(axis=1) & (nz.reshape(S, F).sum(axis=1) >= 2)
+    good[nz] = _parts_ok(pred, comp[key], int(nz.sum()), sa_rows, schema, persons)
+    ok = good.reshape(S, F).all(axis=1) & (nz.reshape(S, F).sum(axis=1) >= 2)
+    if whole:
+        ok &= _persons_whole(key // F, key, persons, S)
+    return ok
+
+
+def _persons(persons, n, whole):
+    """The person code per row (D9), or None; whole needs persons (D10)."""
+    if persons is None:
+        if whole:
+            raise invalid("whole=True needs persons", hint="give a person code per row")
+        return None
+    p = _codes(persons, "persons")
+    if p.size != n:
+        raise invalid(f"persons has {p.size} codes for {n} rows; give one person code per row")
+    return p
 
 
 def _result(done, perm, n, schema, ids, rounds):
@@ -1082,12 +1182,13 @@ def _result(done, perm, n, schema, ids, rounds):
 
 def mondrian(qi_codes, sa_codes=(), *, kinds, k=None, l=None, joint=False, predicate=None,
              mode="strict", sizes=None, values=None, taxonomies=None, sa_sizes=None,
-             sa_names=None, start=None, nodes=None, seed=None):
+             sa_names=None, start=None, nodes=None, seed=None, persons=None, whole=False):
     """Mondrian in one call: builds the schema (domains from the data unless given) and the
     predicate k-anonymity(k) & distinct l-diversity(l) & predicate, then runs `partition`.
 
     l        per SA channel; with joint=True over the SA vectors instead (the vector code is
              appended as the last channel, which a custom predicate then also sees)
+    persons  per row a person code: k and l count persons (D9); whole keeps them whole (D10)
     others   as in `schema` and `partition`
     """
     qi_codes = [_codes(q, f"QI {j}") for j, q in enumerate(qi_codes)]
@@ -1104,6 +1205,10 @@ def mondrian(qi_codes, sa_codes=(), *, kinds, k=None, l=None, joint=False, predi
         if k > n:
             raise invalid(f"k = {k} is larger than the table ({n} rows)",
                           hint="lower k, or publish a larger table")
+        npers = None if persons is None else np.unique(np.asarray(persons)).size
+        if npers is not None and k > npers:
+            raise invalid(f"k = {k} is larger than the {npers} persons of the table ({n} rows)",
+                          hint="lower k: k counts persons")
     if sizes is None:
         sizes = [None if kd == "taxonomy" or (values is not None and values[j] is not None)
                  else (int(qi_codes[j].max()) + 1 if qi_codes[j].size else 1)
@@ -1141,7 +1246,8 @@ def mondrian(qi_codes, sa_codes=(), *, kinds, k=None, l=None, joint=False, predi
     if not preds:
         raise invalid("give k, l or a predicate", hint="e.g. k=10 for k-anonymity")
     pred = preds[0] if len(preds) == 1 else all_of(*preds)
-    return partition(qi_codes, sa_codes, sc, pred, mode=mode, start=start, nodes=nodes)
+    return partition(qi_codes, sa_codes, sc, pred, mode=mode, start=start, nodes=nodes,
+                     persons=persons, whole=whole)
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ The work table `WORK` (built by the caller, e.g. `generalized.plan_mondrian`) ha
            (`Taxonomy.code_rank` of the leaf code), so every taxonomy node is a rank interval
     s0..   int4 per SA channel its code (only when the predicate reads SAs)
     ord    int4 (optional) the order relaxed cuts take median rows in, when not rn (seed)
+    pc     int4 (persons only) the row's person code
     part   int4, 0 on every row: the SQL partition a row is in
 
 Decisions:
@@ -45,6 +46,15 @@ Decisions:
 - S5  Class ids come back set-based: `BASE` (SQL leaf -> its first class, 0-based) and `LOCAL`
       (rn -> class within its pulled partition, only rows whose local class is not 0);
       `map_select` joins them to the work table.
+- S6  Persons (`persons=True`, mondrian D9/D10): the cut candidates of every large partition
+      come from the row frequency sets as before (`mondrian.cut_candidates`, D5's order); their
+      parts are judged over persons counted in SQL, one statement per candidate rank for all
+      the level's partitions still undecided: every row of a partition gets the part the
+      candidate sends it to (range pieces by code interval, a relaxed cut's median rows by
+      row_number over (part, SA vector) in row order, exactly as `_apply` moves them), then
+      count(DISTINCT pc) per part, per (part, SA code) and per partition (for whole persons).
+      Pulled partitions pass their person codes to `mondrian.partition`.  Same decisions as a
+      whole-table in-memory run, so the same release.
 """
 
 from __future__ import annotations
@@ -109,7 +119,8 @@ def drop_leftovers(db, names=TABLES):
         db.run(f"DROP TABLE pg_temp.{db.ident(t['r'])}")
 
 
-def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn", tick=None):
+def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn", tick=None,
+              persons=False, whole=False):
     """Mondrian on the rows of `WORK` (n rows, all with part = 0): SQL cuts above `threshold`
     rows, in-memory runs below (S1-S4).  Fills `BASE` and `LOCAL` (S5) and returns the `Plan`.
 
@@ -117,6 +128,8 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
     predicate  the admissible-cut test (D7)
     order      the column that orders rows for relaxed cuts: 'rn', or 'ord' with a seed (S4)
     tick       called between statements and partitions (cancel / statement_timeout)
+    persons    WORK has a person code pc and the predicate judges persons (S6, mondrian D9)
+    whole      with persons: no cut separates a person's rows (mondrian D10)
     """
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
         raise invalid(f"sql_threshold must be an integer >= 0, not {threshold!r}",
@@ -134,13 +147,16 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
         leaves.append(((), 0, None))
     levels, next_id, cuts = 0, 1, []
     freqs = _freq_sets(db, active, schema) if active else {}
+    extra = (["pc"] if persons else []) + (["ord"] if order == "ord" else [])
     while active:
         tick()
         cuts, deeper = [], []
         for pid in active:
             _check_size(pid, 0 if freqs[pid][0] is None else int(freqs[pid][0][1].sum()), sizes)
-            cut = mondrian.choose_cut([_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])],
-                                      schema, predicate, mode=mode)
+        chosen = _person_cuts(db, active, freqs, schema, predicate, mode, order, whole) if persons else None
+        for pid in active:
+            cut = chosen[pid] if persons else mondrian.choose_cut(
+                [_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])], schema, predicate, mode=mode)
             if cut is None:
                 leaves.append((paths[pid], pid, freqs[pid]))
                 continue
@@ -155,12 +171,13 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
             cuts.append((pid, cut, kids))
         if cuts:
             tick()
-            freqs = _apply(db, cuts, schema, order, deeper)
+            freqs = _apply(db, cuts, schema, order, deeper, extra)
             levels += 1
         active = deeper
     if levels and not cuts:  # the last level cut nothing: compact what the levels before left
-        _compact(db, schema, order, [[]] * 5, _dim_of(schema, "w"))
-    return _finish(db, schema, predicate, mode, order, sorted(leaves, key=lambda x: x[0]), sizes, levels, tick)
+        _compact(db, schema, order, [[]] * 5, _dim_of(schema, "w"), extra)
+    return _finish(db, schema, predicate, mode, order, sorted(leaves, key=lambda x: x[0]), sizes, levels, tick,
+                   persons, whole)
 
 
 def map_select(key):
@@ -220,7 +237,7 @@ def _as_codes(f, schema, j):
     return mondrian.freq_set(w if tx is None else tx.rank_code[w], n, sa)
 
 
-def _apply(db, cuts, schema, order, deeper):
+def _apply(db, cuts, schema, order, deeper, extra):
     """Apply the cuts of a level: one UPDATE moves the rows of every cut by code intervals, one
     more the median rows of relaxed cuts (S2).  Returns the frequency sets of the partitions in
     `deeper` (the new ones still above the threshold), read from the rows the UPDATEs moved."""
@@ -271,7 +288,7 @@ def _apply(db, cuts, schema, order, deeper):
     if not deeper:  # the last level: the compacted copy of the table applies the range parts
         if medians:
             db.run(medians, margs, ["int4[]"] * len(margs))
-        _compact(db, schema, order, args, _dim_of(schema, "w"))
+        _compact(db, schema, order, args, _dim_of(schema, "w"), extra)
         return {}
     # S2: the UPDATEs return the rows they moved, whose GROUP BYs are the next level's frequency
     # sets: one pass over the table per level
@@ -286,6 +303,92 @@ def _apply(db, cuts, schema, order, deeper):
     return _read_freqs(db.rows(sql, params, ["int4[]"] * len(params)), deeper, schema)
 
 
+def _person_cuts(db, active, freqs, schema, predicate, mode, order, whole):
+    """S6: {partition: the cut D5 makes when parts are judged over persons, or None}.  The
+    candidates of each partition are tried in D5's order; one statement judges the current
+    candidate of every partition still undecided."""
+    cands = {pid: mondrian.cut_candidates([_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])],
+                                          schema, mode=mode) for pid in active}
+    chosen = {pid: None for pid in active}
+    current = {pid: c[0] for pid in active if (c := next(cands[pid], None)) is not None}
+    need_sa = bool(schema.sa_sizes) and getattr(predicate, "uses_sa", True)
+    while current:
+        stats = _person_stats(db, current, schema, order, need_sa)
+        later = {}
+        for pid, cut in current.items():
+            sizes, hists, total = stats[pid]
+            if (not whole or int(sizes.sum()) == total) and mondrian.parts_pass(predicate, sizes, hists, schema):
+                chosen[pid] = cut
+            elif (c := next(cands[pid], None)) is not None:
+                later[pid] = c[0]
+        current = later
+    return chosen
+
+
+def _person_stats(db, current, schema, order, need_sa):
+    """S6: per partition of `current` ({part: cut}), the distinct persons of every part of its
+    cut, per SA channel the (parts x codes) distinct persons holding each code (need_sa), and
+    the partition's distinct persons."""
+    ss = _sa_cols(schema)
+    piece = {x: [] for x in ("part", "dim", "lo", "hi", "side")}
+    med = {x: [] for x in ("part", "dim", "value")}
+    take = {x: [] for x in ["part", *ss, "take"]}
+
+    def add(d, **kw):
+        for x, v in kw.items():
+            d[x].append(int(v))
+
+    for pid, cut in current.items():
+        j = cut.dim
+        if cut.kind == "taxonomy":
+            tx = schema.taxonomies[j]
+            for i, label in enumerate(cut.children):
+                u = tx.node_id(label)
+                add(piece, part=pid, dim=j, lo=tx.first[u], hi=tx.last[u], side=i)
+            continue
+        v = int(cut.value)
+        add(piece, part=pid, dim=j, lo=_LO, hi=v if not cut.relaxed else v - 1, side=0)
+        add(piece, part=pid, dim=j, lo=v + 1, hi=_HI, side=1)
+        if cut.relaxed:  # the median rows `_apply` sends left: the first take[v] of each SA vector
+            add(med, part=pid, dim=j, value=v)
+            for vec, t in cut.take.items():
+                add(take, part=pid, take=t, **dict(zip(ss, vec)))
+    sa_sel = "".join(f", w.{s}" for s in ss)
+    args = [piece[x] for x in ("part", "dim", "lo", "hi", "side")]
+    rows = (f"SELECT c.part, c.side, w.pc{sa_sel} FROM {WORK} w "
+            f"JOIN unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) AS c(part, dim, lo, hi, side) "
+            f"ON w.part = c.part AND {_dim_of(schema, 'w')} BETWEEN c.lo AND c.hi")
+    if med["part"]:
+        tcols = ["part", *ss, "take"]
+        targs = ", ".join(f"${9 + i}::int4[]" for i in range(len(tcols)))
+        on_sa = "".join(f" AND t.{s} = x.{s}" for s in ss)
+        rows += (f" UNION ALL SELECT x.part, CASE WHEN x.r <= coalesce(t.take, 0) THEN 0 ELSE 1 END, x.pc"
+                 f"{''.join(f', x.{s}' for s in ss)} FROM (SELECT v.part, v.pc{''.join(f', v.{s}' for s in ss)}, "
+                 f"row_number() OVER (PARTITION BY v.part{''.join(f', v.{s}' for s in ss)} ORDER BY v.{order}) AS r "
+                 f"FROM {WORK} v JOIN unnest($6::int4[], $7::int4[], $8::int4[]) AS c(part, dim, value) "
+                 f"ON v.part = c.part AND {_dim_of(schema, 'v')} = c.value) x "
+                 f"LEFT JOIN unnest({targs}) AS t({', '.join(tcols)}) ON t.part = x.part{on_sa}")
+        args += [med[x] for x in ("part", "dim", "value")] + [take[x] for x in tcols]
+    groups = ["SELECT part, side, -1 AS ch, -1 AS code, count(DISTINCT pc) AS n FROM r GROUP BY part, side",
+              "SELECT part, -1, -1, -1, count(DISTINCT pc) FROM r GROUP BY part"]
+    if need_sa:
+        groups += [f"SELECT part, side, {c}, {s}, count(DISTINCT pc) FROM r GROUP BY part, side, {s}"
+                   for c, s in enumerate(ss)]
+    out = {pid: (np.zeros(len(cut.sizes), np.int64),
+                 [np.zeros((len(cut.sizes), v), np.int64) for v in schema.sa_sizes] if need_sa else [], 0)
+           for pid, cut in current.items()}
+    total = {}
+    for x in db.rows(f"WITH r AS MATERIALIZED ({rows}) " + " UNION ALL ".join(groups), args, ["int4[]"] * len(args)):
+        pid, side, ch, code, n = x["part"], x["side"], x["ch"], x["code"], int(x["n"])
+        if side < 0:
+            total[pid] = n
+        elif ch < 0:
+            out[pid][0][side] = n
+        else:
+            out[pid][1][ch][side, code] = n
+    return {pid: (sizes, hists, total.get(pid, 0)) for pid, (sizes, hists, _) in out.items()}
+
+
 def _dim_of(schema, alias):
     """The code of row `alias` on the QI a cut (alias c) is on."""
     return "CASE c.dim " + " ".join(f"WHEN {j} THEN {alias}.{c}" for j, c in enumerate(_qi_cols(schema))) + " END"
@@ -296,11 +399,12 @@ def _shift_params(query, by):
     return re.sub(r"\$(\d+)", lambda m: f"${int(m.group(1)) + by}", query)
 
 
-def _compact(db, schema, order, pieces, dim):
+def _compact(db, schema, order, pieces, dim, extra):
     """After the SQL levels: the work table written again with the last level's range parts
     applied (instead of an UPDATE), without dead row versions, in (part, order) order and
-    indexed on part, so each pull reads its partition's pages only."""
-    cols = ["_k", "rn", *_qi_cols(schema), *_sa_cols(schema)] + (["ord"] if order == "ord" else [])
+    indexed on part, so each pull reads its partition's pages only.  extra: the optional
+    columns (pc, ord) kept."""
+    cols = ["_k", "rn", *_qi_cols(schema), *_sa_cols(schema)] + list(extra)
     db.run(f"CREATE TEMP TABLE _pganon_mwork_sorted ON COMMIT DROP AS "
            f"SELECT {', '.join('w.' + c for c in cols)}, coalesce(c.new, w.part) AS part FROM {WORK} w "
            f"LEFT JOIN unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) AS c(part, dim, lo, hi, new) "
@@ -317,11 +421,11 @@ def _compact(db, schema, order, pieces, dim):
 # --------------------------------------------------------------------------------------------
 
 
-def _finish(db, schema, predicate, mode, order, leaves, expected, levels, tick):
+def _finish(db, schema, predicate, mode, order, leaves, expected, levels, tick, persons, whole):
     """Class summaries in tree order; BASE and LOCAL filled (S3, S5)."""
     local_schema = replace(schema, seed=None)  # S4: the row order is the pulled order
     d = schema.d
-    cols = ["rn", *_qi_cols(schema), *_sa_cols(schema)]
+    cols = ["rn", *_qi_cols(schema), *_sa_cols(schema)] + (["pc"] if persons else [])
     # one text of all the partition's codes, row after row (numpy parses it; plpy would build a
     # Python int per code)
     pull_sql = (f"SELECT array_to_string(array_agg(ARRAY[{', '.join(cols)}] ORDER BY {order}), ',') AS a, "
@@ -355,7 +459,8 @@ def _finish(db, schema, predicate, mode, order, leaves, expected, levels, tick):
         codes = [c if schema.taxonomies[j] is None else schema.taxonomies[j].rank_code[c]
                  for j, c in enumerate(codes)]
         res = mondrian.partition(codes, [rows[:, 1 + d + c] for c in range(len(schema.sa_sizes))],
-                                 local_schema, predicate, mode=mode)
+                                 local_schema, predicate, mode=mode,
+                                 persons=rows[:, -1] if persons else None, whole=whole)
         keep = res.partition > 0
         if keep.any():
             db.run(f"INSERT INTO {LOCAL} SELECT * FROM unnest($1::text::int4[], $2::text::int4[])",

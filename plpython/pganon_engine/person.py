@@ -54,6 +54,7 @@ from . import params as P
 from .errors import bad_data, incomplete, invalid, unsatisfiable
 
 METHODS = ("danonyir", "geneir", "one_m_generalization")
+PROTECTS_PERSONS = True  # every step works per person: one class and one Id_num per person
 MODEL_PARAMS = {"model", "k", "l", "alpha", "beta"}
 WORKLOAD_PARAMS = P.WORKLOAD_PARAMS | {"lambda"}
 PARAMS = {"danonyir": MODEL_PARAMS | WORKLOAD_PARAMS | {"seed", "seeds", "sensitive", "domains"},

@@ -10,8 +10,9 @@ Per attribute the grouping is exactly the Anatomy loop with l := SC_i, so the pl
 
   plan_attributes   the database path: per attribute the value counts (its bucket table, values
                     in first-appearance order) -> one `RatingAttribute` per attribute with the
-                    `bucketize.Plan` the set-based assign step turns into AT group ids (records
-                    of a value leave FIFO, in key order); the IDT is then a GROUP BY on that map
+                    `bucketize.Plan` the set-based assign step turns into AT group ids (a
+                    value's records in a seeded random order, or FIFO in key order for the
+                    paper's variant, R2); the IDT is then a GROUP BY on that map
   rating            the small-data path (tests, fixtures, cross-checks): per attribute the
                     values of every tuple -> AT rows and IDT groups in Python
   suppress_tuples   whole-tuple suppression that makes every attribute eligible (A19), on
@@ -21,10 +22,15 @@ Decisions:
 
 - R1  Every published attribute, QIs included, needs an SC (A17); SC = 1 publishes the
       attribute ungrouped: no plan, the AT cell is the value itself, no IDT column groups.
-- R2  Deterministic by default: ties to the value that appears first, FIFO records, residue to
-      the last-created eligible group (spec §2.4, §4.7; anatomize N1, N2).  The random rules
-      are anatomize's; attribute i draws from ``random.Random(f"{seed}/{i}")``, so attributes
-      are independent and the release is reproducible.
+- R2  Without a seed these functions are the paper's deterministic variant: ties to the value
+      that appears first, FIFO records, residue to the last-created eligible group (spec §2.4,
+      §4.7; anatomize N1, N2): the faithful reference the fixtures test.  The random rules are
+      anatomize's; attribute i draws from ``random.Random(f"{seed}/{i}")``, so attributes are
+      independent and the release is reproducible.  With a seed, `rating` also deals each
+      value's tuples to its groups in a seeded random order (``f"{seed}/{i}/deal"``) instead of
+      FIFO: FIFO dealing into groups numbered in creation order lets a chain attack on AT + IDT
+      pin most tuples to their value (issue 11; `chain_attack`).  Releases (`rating_release`)
+      draw a seed unless the paper's order is asked for.
 - R3  Eligibility (A19) is checked per attribute before anything is planned: no value of A_i
       in more than n / SC_i tuples.  'error' raises `errors.unsatisfiable` naming the attribute
       and the value.  'suppress' (in `rating` / `suppress_tuples`) leaves out whole tuples, never
@@ -42,6 +48,7 @@ Decisions:
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,7 +214,8 @@ def suppress_tuples(codes, sc):
 def rating(columns, sc, *, names=None, eligibility="error", tie="first", seed=None,
            residue="last", order="compact"):
     """The whole release on small data: columns[i] holds attribute i's value for every tuple
-    (same length; tuple order is the FIFO order).  Returns a `RatingRelease`."""
+    (same length; tuple order is the FIFO order, or a seeded random order when `seed` is given,
+    R2).  Returns a `RatingRelease`."""
     columns = [list(c) for c in columns]
     d = len(columns)
     sc = _sc_list(sc, d)
@@ -231,6 +239,10 @@ def rating(columns, sc, *, names=None, eligibility="error", tie="first", seed=No
         mem = [[] for _ in values]
         for pos, c in enumerate(kc.tolist()):  # positions in `kept`, FIFO per value
             mem[c].append(pos)
+        if seed is not None:  # R2: a seeded release deals each value's tuples at random
+            deal = random.Random(f"{seed}/{len(members) + 1}/deal")
+            for m in mem:
+                deal.shuffle(m)
         members.append(mem)
     attrs = plan_attributes(sizes, sc, names=names, tie=tie, seed=seed, residue=residue,
                             order=order)

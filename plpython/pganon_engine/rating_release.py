@@ -13,8 +13,9 @@ The pipeline steps:
   snapshot     the key, QIs and SAs (`lsl.snapshot`)
   plan         per attribute: the value counts in first-appearance order -> `anatomize.plan`
                with size SC_i (memory ~ values + runs, never rows)
-  assign       per attribute, the runs deal each value's rows (key order, FIFO) to groups, set-
-               based (`width_bucket` over run starts, as `lsl._assign_fifo` does)
+  assign       per attribute, the runs deal each value's rows (in a seeded random order, or
+               FIFO in key order with tie 'first', R2) to groups, set-based (`width_bucket` over
+               run starts, as `lsl._assign_fifo` does)
   materialize  AT and IDT
   measure      groups per attribute, suppression, NCP% of the QI groups
 
@@ -22,10 +23,14 @@ Decisions:
 
 - R1  SC: `sc` is one integer for every attribute or an object {column: SC} (others default
       to 2, the paper's fixture value); SC = 1 publishes the attribute ungrouped (groups of one).
-- R2  Deterministic by default (spec §4.7): ties to the first-appearing value, residues to the
-      last-created group without the value, rows FIFO by key; `seed` makes ties and residues
-      random (`rating.plan_attributes` seeds attribute i with "seed/i") and deals each value's
-      rows in a seeded random order.
+- R2  Random by default (issue 11): `tie = 'random'` draws a seed when none is given and records
+      it, so the release is reproducible; the seed makes ties and residues random
+      (`rating.plan_attributes` seeds attribute i with "seed/i") and deals each value's rows to
+      its groups in a seeded random order.  With FIFO dealing into groups numbered in creation
+      order, a chain attack on AT + IDT alone pins most tuples to their exact value
+      (`chain_attack`).  `tie = 'first'` is the paper's deterministic variant (spec §4.7: ties to
+      the first-appearing value, residues to the last-created group without the value, rows
+      FIFO by key), for the fixtures only; it takes no seed.
 - R3  Eligibility (A19): a value in more than n / SC_i rows makes the attribute ineligible: an
       error naming attribute and value unless `eligibility = 'suppress'`.  A row suppressed for
       one attribute is suppressed whole, which changes the other attributes' counts, so the
@@ -34,8 +39,12 @@ Decisions:
 - R4  Group order (anatomize N7): 'creation' (default, faithful: a value's rows, FIFO, meet the
       groups in the order the algorithm makes them, which is how §4.7 pairs the tuples) or
       'compact' (the same value sets per group, fewer runs on large tables, other tuple pairs).
-- R5  The tuple number tk is the published rows' rank in key order (1..n): it carries no key.
+- R5  The engine numbers tk as the published rows' rank in key order (1..n) and groups in plan
+      order; release.py then renumbers both at random unless `numbering = 'creation'`.  Nothing
+      after `assign` relies on tk following the key.
 """
+
+import secrets
 
 import numpy as np
 
@@ -44,7 +53,8 @@ from . import params as P
 from .errors import EngineError, invalid, unsatisfiable
 
 METHODS = ("rating",)
-PARAMS = {"sc", "d", "sensitive", "seed", "eligibility", "order", "limit"} | P.WORKLOAD_PARAMS
+PARAMS = {"sc", "d", "sensitive", "seed", "tie", "eligibility", "order", "limit"} | P.WORKLOAD_PARAMS
+TIES = ("random", "first")
 SNAP = lsl.SNAP
 KEEP = "pg_temp._pganon_rkeep"
 MAX_ROUNDS = 200
@@ -63,8 +73,14 @@ def parse_params(method, params, ds):
     else:
         v = P.integer({"sc": sc}, "sc", 1)
         per = {a: v for a in attrs}
+    tie = P.choice(params, "tie", TIES, "random")
     seed = P.integer(params, "seed", 0)
-    return {"method": method, "qis": qis, "sas": sas, "attrs": attrs, "sc": per, "seed": seed,
+    if tie == "first" and seed is not None:
+        raise invalid(f"rating: tie 'first' is the paper's deterministic order and takes no seed (seed {seed})",
+                      hint="drop the seed, or drop tie => 'first' for the random order the seed drives")
+    if tie == "random" and seed is None:
+        seed = secrets.randbits(31)   # R2: drawn, and recorded with the release
+    return {"method": method, "qis": qis, "sas": sas, "attrs": attrs, "sc": per, "seed": seed, "tie": tie,
             "eligibility": P.choice(params, "eligibility", anatomize.ELIGIBILITY, "error"),
             "order": P.choice(params, "order", anatomize.ORDERS, "creation"),
             "limit": P.integer(params, "limit", 1)}
@@ -100,8 +116,8 @@ def plan(db, ds, p):
         if over is None:
             try:
                 attrs = rating.plan_attributes([counts[c][1] for c in p["attrs"]], [p["sc"][c] for c in p["attrs"]],
-                                               names=p["attrs"], tie="random" if p["seed"] is not None else "first",
-                                               residue="random" if p["seed"] is not None else "last", seed=p["seed"],
+                                               names=p["attrs"], tie=p["tie"],
+                                               residue="random" if p["tie"] == "random" else "last", seed=p["seed"],
                                                order=p["order"], tick=tick)
             except EngineError as exc:
                 raise unsatisfiable(f"rating: {exc}", hint="lower the SC values") from None
@@ -130,7 +146,9 @@ def assign(db, ds, p, plans, rel):
            f"s._pganon_k FROM {SNAP} s JOIN {KEEP} USING (_pganon_k)")
     db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({I(ds.key)})")
     db.run("CREATE TEMP TABLE _pganon_rgroup (attr int, tk int, g int) ON COMMIT DROP")
-    order = (f"hashtext(s._pganon_k::text || ':' || {int(p['seed'])})" if p["seed"] is not None else "s._pganon_k")
+    # R2: a value's rows meet its groups in a seeded random order (the key breaks hash ties), or FIFO
+    order = (f"hashtext(s._pganon_k::text || ':' || {int(p['seed'])}), s._pganon_k" if p["tie"] == "random"
+             else "s._pganon_k")
     for a, col in enumerate(p["attrs"]):
         values, sizes, pl = plans[col]
         if pl is None:  # SC = 1: every tuple is a group of its own
@@ -179,7 +197,7 @@ def build(db, ds, p, rel, phases):
 
 
 def recorded_params(params, p):
-    return dict(params, sc=p["sc"], seed=p["seed"], eligibility=p["eligibility"], order=p["order"])
+    return dict(params, sc=p["sc"], seed=p["seed"], tie=p["tie"], eligibility=p["eligibility"], order=p["order"])
 
 
 def layout(ds, p, rel):

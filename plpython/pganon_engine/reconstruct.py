@@ -31,10 +31,10 @@ EPOCH = "DATE '1970-01-01'"
 def release_row(db, release_id):
     r = db.one("SELECT r.id, r.method, r.params::text AS params, r.layout::text AS layout, r.status, "
                "r.source_rows, r.published_rows, r.suppressed_rows, r.groups, r.metrics::text AS metrics, "
-               "r.phase_seconds::text AS phase_seconds, d.name AS dataset "
+               "r.phase_seconds::text AS phase_seconds, d.name AS dataset, d.id AS dataset_id "
                "FROM pganon.release r JOIN pganon.dataset d ON d.id = r.dataset_id WHERE r.id = $1",
                [release_id], ["int8"])
-    if r is None or r["status"] != "published":
+    if r is None or r["status"] == "dropped":
         raise unknown(f"release {release_id} does not exist or was dropped",
                       hint="list releases with SELECT * FROM pganon.releases")
     out = dict(r)

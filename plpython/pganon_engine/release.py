@@ -1,13 +1,16 @@
 """The release pipeline (DESIGN.md's seven steps) behind `pganon.publish`.
 
 Runs inside the caller's transaction: any error, including a failed verification, aborts the
-whole publish, so a release either lands whole and verified or leaves no trace.
+whole publish, so a release either lands whole and verified or leaves no trace. A publish makes
+a *candidate* (verified, measured, risk-assessed, invisible to analysts); `lifecycle.promote`
+makes it current, in the same transaction when the caller asks for it.
 """
 
 import json
 
-from . import __version__, anatomy, catalog, generalized, linked, lsl, person, rating_release, semantic_release
-from .errors import EngineError, invalid
+from . import (__version__, anatomy, catalog, generalized, lifecycle, linked, lsl, numbering, person,
+               rating_release, risk, semantic_release)
+from .errors import EngineError, incomplete, invalid, unsatisfiable
 from .plpy_adapter import Phases
 
 # method -> the family module that runs it. A family provides parse_params(method, params, ds),
@@ -22,10 +25,14 @@ FAMILIES = {**{name: lsl for name in lsl.METHODS}, **{name: linked for name in l
 def relations(release_id):
     base = f"pganon_data.r{int(release_id)}"
     return {"gt": f"{base}_gt", "st": f"{base}_st", "map": f"{base}_map", "levels": f"{base}_levels",
-            "st_long": f"{base}_st_long", "categories": f"{base}_categories"}
+            "st_long": f"{base}_st_long", "categories": f"{base}_categories", "promise": f"{base}_promise"}
 
 
-def publish(db, dataset, method, params):
+def person_aware_methods():
+    return sorted(m for m, f in FAMILIES.items() if getattr(f, "PROTECTS_PERSONS", False))
+
+
+def publish(db, dataset, method, params, promote=False):
     if isinstance(params, str):
         params = json.loads(params)
     params = params or {}
@@ -35,6 +42,11 @@ def publish(db, dataset, method, params):
     if family is None:
         raise invalid(f"unknown method {method!r}", hint=f"methods: {', '.join(sorted(FAMILIES))}")
     ds = catalog.load(db, dataset)
+    if ds.person and not getattr(family, "PROTECTS_PERSONS", False):
+        raise incomplete(f'dataset {ds.name} declares the person column "{ds.person}", and {method} counts '
+                         f"records, not persons: a person's several records would pass for several people",
+                         hint=f"use a method that protects persons: {', '.join(person_aware_methods())}")
+    mode, numbering_seed, params = numbering.parse(params)
     p = family.parse_params(method, params, ds)
     drop_work_tables(db)
     phases = Phases(db)
@@ -44,8 +56,14 @@ def publish(db, dataset, method, params):
 
     source_rows, n_groups = family.build(db, ds, p, rel, phases)
     lay = family.layout(ds, p, rel)
-    recorded = family.recorded_params(params, p)
     published = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
+    check_published_share(ds, method, source_rows, published)
+    if mode == "random":
+        phases.run("renumber", numbering.apply, db, lay, numbering_seed)
+    lay["relations"]["promise"] = rel["promise"]
+    recorded = dict(family.recorded_params(params, p), numbering=mode)
+    if numbering_seed is not None:
+        recorded["numbering_seed"] = numbering_seed
     db.run("INSERT INTO pganon.release (id, dataset_id, method, params, engine_version, layout, source_rows, "
            "published_rows, suppressed_rows, groups) VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7, $8, $9, $10)",
            [rid, ds.id, method, json.dumps(recorded), __version__, json.dumps(lay), source_rows, published,
@@ -60,10 +78,24 @@ def publish(db, dataset, method, params):
                           "PA006", hint="this is a bug in pganon; please report it with the parameters")
 
     metrics = phases.run("measure", family.measure, db, ds, p, rel, lay, source_rows)
-    phases.run("expose", expose, db, ds, lay)
+    phases.run("assess", risk.assess, db, rid)
+    lifecycle.write_promise(db, rid)
     db.run("UPDATE pganon.release SET metrics = $2::jsonb, phase_seconds = $3::jsonb WHERE id = $1",
            [rid, json.dumps(metrics), json.dumps(phases.seconds)], ["int8", "text", "text"])
+    if promote:
+        lifecycle.promote(db, rid)
     return rid
+
+
+def check_published_share(ds, method, source_rows, published):
+    """Refuse a release that would publish less than the dataset's policy asks (default: half
+    the rows): an empty or near-empty release is not worth an analyst's trust or a DBA's review."""
+    floor = (ds.policy or {}).get("published_share", risk.DEFAULT_PUBLISHED_SHARE)
+    if floor is not None and source_rows and published < floor * source_rows:
+        raise unsatisfiable(f"{method} would publish {published} of {source_rows} rows of dataset {ds.name} "
+                            f"({published / source_rows:.1%}), below the policy's published share {floor:.0%}",
+                            hint="ask for less (smaller k, l or SC), or lower published_share with "
+                                 "pganon.set_policy(dataset, policy)")
 
 
 def drop_work_tables(db):
@@ -73,8 +105,3 @@ def drop_work_tables(db):
                      "WHERE relnamespace = pg_catalog.pg_my_temp_schema() AND relkind = 'r' "
                      "AND relname LIKE '\\_pganon\\_%'"):
         db.run(f"DROP TABLE pg_temp.{db.ident(t['name'])}")
-
-
-def expose(db, ds, lay):
-    """Point the stable views at this release's relations, refusing if other objects depend on them."""
-    db.run("SELECT pganon._expose($1, $2::jsonb)", [ds.name, json.dumps(lay["relations"])], ["text", "text"])

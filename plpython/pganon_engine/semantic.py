@@ -58,6 +58,15 @@ Decisions (spec items in brackets):
 - S8  Merging only unions SA multisets, so no EC loses a distinct SA value: distinct
       l-diversity (per SA) never drops [A14].  Entropy l-diversity over the whole SA tuple
       (A10) is not re-checked here: per-SA counts do not carry the tuples.
+- S9  Persons (a class given with ``"persons": {sa: {frozenset of values: persons}}``, the
+      value sets of its persons; every class or none).  A rule is judged over records and over
+      persons, and its coverage is the larger share: records satisfying it, or persons holding
+      at least one value that satisfies it.  So a class where every person holds an angina
+      value reveals "heart disease" even if some of their records hold other values, and a
+      class whose records mostly match stays flagged even if few persons own them.  Merged
+      classes add their counters, which is exact because the caller keeps every person's
+      records in one class (classes share no person); S7 reads the table's persons the same
+      way.  `n` stays the class's records (merge costs and measures weigh records).
 """
 
 from __future__ import annotations
@@ -300,15 +309,16 @@ class _Class:
     """A parsed input class: n, per QI the raw cell (numeric (lo, hi) or frozenset of values),
     per SA a Counter."""
 
-    __slots__ = ("n", "cells", "sa")
+    __slots__ = ("n", "cells", "sa", "persons")
 
 
 def _parse_classes(classes, qis):
     """Parsed classes and the SA names; with qis None the QI cells are not read."""
     out, sa_names = [], None
     for pos, c in enumerate(classes):
+        persons = None
         if isinstance(c, Mapping):
-            n, cells, sa = c.get("n"), c.get("qi"), c.get("sa")
+            n, cells, sa, persons = c.get("n"), c.get("qi"), c.get("sa"), c.get("persons")
         else:
             try:
                 n, cells, sa = c
@@ -366,9 +376,40 @@ def _parse_classes(classes, qis):
         elif set(counts) != sa_names:
             raise errors.invalid(f"class {pos} has SAs {sorted(counts)}, class 0 has {sorted(sa_names)}")
         k = _Class()
-        k.n, k.cells, k.sa = int(n), parsed, counts
+        k.n, k.cells, k.sa, k.persons = int(n), parsed, counts, _person_sets(persons, counts, n, pos)
+        if out and (k.persons is None) != (out[0].persons is None):
+            raise errors.invalid(f"class {pos} {'lacks' if k.persons is None else 'has'} the persons' value sets, "
+                                 f"class 0 {'has them' if k.persons is None else 'does not'}",
+                                 hint="give persons for every class or for none (S9)")
         out.append(k)
     return out, sa_names or set()
+
+
+def _person_sets(persons, counts, n, pos):
+    """S9: {sa: Counter(frozenset of values -> persons)} of one class, checked, or None."""
+    if persons is None:
+        return None
+    if not isinstance(persons, Mapping) or set(persons) != set(counts):
+        raise errors.invalid(f"class {pos}: persons must map each SA {sorted(map(str, counts))} to "
+                             "{value set: persons}")
+    out, total = {}, None
+    for name, sets in persons.items():
+        got = Counter()
+        for vals, c in dict(sets).items():
+            vs = frozenset(vals) if isinstance(vals, (set, frozenset, list, tuple)) else frozenset((vals,))
+            if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1 or not vs:
+                raise errors.bad_data(f"class {pos}: SA {name!r} has {c!r} persons for value set {vals!r}",
+                                      hint="count every person once per SA, with the non-empty set of her values")
+            if not vs <= set(counts[name]):
+                raise errors.bad_data(f"class {pos}: a person of SA {name!r} holds values the class's counts lack")
+            got[vs] += int(c)
+        m = sum(got.values())
+        if total is not None and m != total or m > n:
+            raise errors.bad_data(f"class {pos}: its SAs count different persons ({total} and {m}) or more than "
+                                  f"its {n} records", hint="count every person of the class once per SA")
+        total = m
+        out[name] = got
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,30 +424,37 @@ class _Matcher:
         self.rules = rules
         self.cache = [dict() for _ in rules]
 
+    def _ok(self, k, v):
+        cache = self.cache[k]
+        try:
+            ok = cache.get(v)
+        except TypeError:
+            ok = None
+        if ok is None:
+            ok = self.rules[k].matches(v)
+            try:
+                cache[v] = ok
+            except TypeError:
+                pass
+        return ok
+
     def matched(self, sa, k):
         """Records of the SA counters `sa` satisfying rule k."""
-        rule, cache = self.rules[k], self.cache[k]
-        total = 0
-        for v, c in sa[rule.sa].items():
-            try:
-                ok = cache.get(v)
-            except TypeError:
-                ok = None
-            if ok is None:
-                ok = rule.matches(v)
-                try:
-                    cache[v] = ok
-                except TypeError:
-                    pass
-            if ok:
-                total += c
-        return total
+        return sum(c for v, c in sa[self.rules[k].sa].items() if self._ok(k, v))
 
-    def effective(self, sa, n, theta):
-        """[(rule index, coverage Fraction)] of the rules effective on a class."""
+    def matched_persons(self, persons, k):
+        """Persons of the value-set counters `persons` holding a value that satisfies rule k (S9)."""
+        return sum(c for vals, c in persons[self.rules[k].sa].items() if any(self._ok(k, v) for v in vals))
+
+    def effective(self, sa, n, theta, persons=None):
+        """[(rule index, coverage Fraction)] of the rules effective on a class: over its n
+        records, and over its persons when their value sets are given (S9: the larger share)."""
         out = []
+        n_p = None if persons is None else sum(next(iter(persons.values())).values())
         for k in range(len(self.rules)):
             cov = Fraction(self.matched(sa, k), n)
+            if persons is not None:
+                cov = max(cov, Fraction(self.matched_persons(persons, k), n_p))
             if cov >= theta:
                 out.append((k, cov))
         return out
@@ -443,7 +491,7 @@ def check(classes, rules, *, theta=1.0):
     rules = _known_sas(parse_rules(rules), sa_names, cls)
     m = _Matcher(rules)
     return [_flag_entry(i, eff, rules) for i, c in enumerate(cls)
-            if (eff := m.effective(c.sa, c.n, theta))]
+            if (eff := m.effective(c.sa, c.n, theta, c.persons))]
 
 
 # --------------------------------------------------------------------------------------------
@@ -460,6 +508,7 @@ class OutClass:
     n: int
     cells: tuple
     sa: dict
+    persons: dict = None
 
 
 @dataclass
@@ -481,6 +530,7 @@ class _State:
         self.members = [(i,) for i in range(len(cls))]
         self.n = np.array([c.n for c in cls], dtype=np.float64)
         self.sa = [c.sa for c in cls]
+        self.persons = [c.persons for c in cls]
         self.merged = [False] * len(cls)
         self.cols = []  # per QI: (kind, data)
         pen = np.zeros(len(cls))
@@ -561,6 +611,8 @@ class _State:
         a, b = min(i, c), max(i, c)
         self.members[a] = tuple(sorted(self.members[a] + self.members[b]))
         self.sa[a] = {s: self.sa[a][s] + self.sa[b][s] for s in self.sa[a]}
+        if self.persons[a] is not None:  # S9: classes share no person
+            self.persons[a] = {s: self.persons[a][s] + self.persons[b][s] for s in self.persons[a]}
         self.merged[a] = True
         for col in self.cols:
             if col[0] == "num":
@@ -584,7 +636,7 @@ class _State:
         self.n[a] += self.n[b]
         self.pen[a] = merged_pen
         self.n, self.pen = np.delete(self.n, b), np.delete(self.pen, b)
-        del self.members[b], self.sa[b], self.merged[b]
+        del self.members[b], self.sa[b], self.merged[b], self.persons[b]
         return a
 
 
@@ -609,13 +661,13 @@ def anonymize(classes, qis, rules, *, theta=1.0):
     theta = _theta(theta)
     qis, cls, rules = _setup(classes, qis, rules)
     m = _Matcher(rules)
-    flags = [m.effective(c.sa, c.n, theta) for c in cls]
+    flags = [m.effective(c.sa, c.n, theta, c.persons) for c in cls]
     flagged = [_flag_entry(i, eff, rules) for i, eff in enumerate(flags) if eff]
-    N = sum(c.n for c in cls)
     if cls:
         table = {s: sum((c.sa[s] for c in cls), Counter()) for s in cls[0].sa}
-        doomed = [(r, cov) for k, r in enumerate(rules)
-                  if (cov := Fraction(m.matched(table, k), N)) >= theta]
+        tp = None if cls[0].persons is None else {s: sum((c.persons[s] for c in cls), Counter()) for s in table}
+        cover = dict(m.effective(table, sum(c.n for c in cls), 0, tp))  # every rule's coverage of the table
+        doomed = [(r, cover[k]) for k, r in enumerate(rules) if cover[k] >= theta]
         if doomed:
             r, cov = doomed[0]
             also = f" (so do {', '.join(x.id for x, _ in doomed[1:])})" if len(doomed) > 1 else ""
@@ -646,9 +698,9 @@ def anonymize(classes, qis, rules, *, theta=1.0):
                                   for q, x, y in zip(qis, before, after) if x != y}})
         log.append(entry)
         del flags[max(i, c)]
-        flags[a] = m.effective(st.sa[a], int(st.n[a]), theta)
+        flags[a] = m.effective(st.sa[a], int(st.n[a]), theta, st.persons[a])
     out = [OutClass(st.members[k], int(st.n[k]), tuple(st.cell(k, j) for j in range(len(qis))),
-                    st.sa[k]) for k in range(len(st.members))]
+                    st.sa[k], st.persons[k]) for k in range(len(st.members))]
     class_of = [0] * len(cls)
     for k, oc in enumerate(out):
         for i in oc.members:

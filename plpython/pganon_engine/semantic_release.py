@@ -30,6 +30,12 @@ Decisions:
       sets, which the verifier's containment check reads as it reads any value set.
 - M4  `coverage` (default 1.0) is the rule threshold θ of A11; the workload's selectivity keeps
       the name `theta`.
+- M5  Persons: with a person column the base is `generalized`'s person release (R1, R2: k
+      persons per class, l over persons, every person's records in one class), and the rules
+      are judged over persons too (`semantic` S9): a class is flagged when at least `coverage`
+      of its records match a rule or of its persons hold a value it matches.  Merging keeps
+      persons whole and never lowers their count or their distinct values.  The verifier
+      re-checks the rules over persons.
 """
 
 import json
@@ -39,6 +45,7 @@ from . import params as P
 from .errors import EngineError, incomplete, invalid
 
 METHODS = ("semantic",)
+PROTECTS_PERSONS = True  # M5
 PARAMS = {"k", "l", "privacy", "coverage", "mode", "categorical", "d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
 SNAP = lsl.SNAP
 EPOCH = "DATE '1970-01-01'"
@@ -80,7 +87,7 @@ def build(db, ds, p, rel, phases):
     return source_rows, p["semantic_facts"]["classes_after"]
 
 
-def _summary(db, p, rel):
+def _summary(db, ds, p, rel):
     """Per class (class-id order): n, QI cells as the engine reads them, SA value counts."""
     I, gt = db.ident, rel["gt"]
     sel, dec = [], []
@@ -106,6 +113,15 @@ def _summary(db, p, rel):
             sa_counts.setdefault(r["class_id"], {}).setdefault(s, {})[r["v"]] = r["n"]
     ids = [r["class_id"] for r in rows]
     classes = [{"n": r["n"], "qi": [d(r) for d in dec], "sa": sa_counts[r["class_id"]]} for r in rows]
+    if p["person"]:  # M5: per class and SA, how many persons hold each set of values
+        for j, s in enumerate(p["sas"]):
+            sets = {}
+            for r in db.rows(f"SELECT class_id, vs, count(*) AS n FROM (SELECT m.class_id, "
+                             f"array_agg(DISTINCT x.{I(s)}::text) AS vs FROM {rel['map']} m JOIN {SNAP} x "
+                             f"USING ({I(ds.key)}) GROUP BY m.class_id, x.{I(p['person'])}) y GROUP BY 1, 2"):
+                sets.setdefault(r["class_id"], {})[frozenset(r["vs"])] = r["n"]
+            for cid, c in zip(ids, classes):
+                c.setdefault("persons", {})[s] = sets[cid]
     return ids, classes
 
 
@@ -135,7 +151,7 @@ def _domains(db, p):
 
 def merge(db, ds, p, rel):
     I = db.ident
-    ids, classes = _summary(db, p, rel)
+    ids, classes = _summary(db, ds, p, rel)
     qis = _domains(db, p)
     rules = [{"id": r["id"], "sa": r["sa"], "op": r["predicate"], "values": r["vals"], "category": r["category"]}
              for r in p["rules"]]

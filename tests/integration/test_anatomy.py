@@ -53,6 +53,7 @@ def test_groups_are_the_planners_and_the_release_verifies(conn, name):
     m = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
     # NCP% as for every bucketization release: what generalizing each group's QIs would cost
     assert m["groups"] == len(groups) and 0 < m["ncp_percent"] < 100 and m["sr"] == 0
+    conn.execute("SELECT pganon.promote(%s)", (rid,))
     cols = [r[0] for r in conn.execute('SELECT column_name FROM information_schema.columns WHERE table_schema = '
                                        "'pganon_release' AND table_name = %s ORDER BY ordinal_position", (f"{name}_st",))]
     assert cols == ["group_id", "disease", "count"]
@@ -77,6 +78,7 @@ def test_an_ineligible_table_names_the_vector_or_suppresses(conn, name):
         publish(conn, name, "anatomy", l=3, sensitive=["disease"])
     assert e.value.sqlstate == "PA005" and "disease=hiv" in str(e.value) and "n / l" in str(e.value)
     assert _state(conn) == before
+    conn.execute("""SELECT pganon.set_policy(%s, '{"published_share": 0}')""", (name,))   # it keeps 30 of 110
     rid = publish(conn, name, "anatomy", l=3, sensitive=["disease"], eligibility="suppress")
     r = conn.execute("SELECT suppressed_rows, published_rows FROM pganon.release WHERE id = %s", (rid,)).fetchone()
     assert r[0] > 0 and r[0] + r[1] == 110
@@ -97,7 +99,7 @@ def test_a_repeated_vector_in_a_group_fails_verification(conn, name):
 def test_seeded_runs_are_reproducible_and_recorded(conn, name):
     _table(conn, name, _rows(200, 4))
     a, b = (publish(conn, name, "anatomy", l=2, seed=9, sensitive=["disease"]) for _ in range(2))
-    assert groups_of(conn, a, key="id") == groups_of(conn, b, key="id")
+    assert sorted(map(sorted, groups_of(conn, a, key="id"))) == sorted(map(sorted, groups_of(conn, b, key="id")))
     rec = conn.execute("SELECT params FROM pganon.release WHERE id = %s", (a,)).fetchone()[0]
     assert (rec["tie"], rec["residue"], rec["seed"], rec["l"]) == ("random", "random", 9, 2)
 
@@ -110,12 +112,20 @@ def test_random_tables_verify_and_partition(conn, n, l, seed, k_vals, suppress):
     name = f"anat_{uuid.uuid4().hex[:8]}"
     rows = _rows(n, seed, diseases=tuple(f"d{i}" for i in range(k_vals)))
     _table(conn, name, rows)
+    # any release must verify, however little it publishes (the policy's floor is tested elsewhere)
+    conn.execute("""SELECT pganon.set_policy(%s, '{"published_share": 0}')""", (name,))
+    before = _state(conn)
+    distinct = len({r[3] for r in rows})
     try:
         rid = publish(conn, name, "anatomy", l=l, sensitive=["disease"],
                       **({"eligibility": "suppress"} if suppress else {}))
     except psycopg.Error as exc:
-        assert exc.sqlstate == "PA005" and not suppress
+        # refused: ineligible without suppress, or too few distinct values to form any group
+        assert exc.sqlstate == "PA005" and (not suppress or distinct < l), exc
+        assert (f"the table has {distinct}" in str(exc)) == (distinct < l), exc
+        assert _state(conn) == before
         return
+    assert distinct >= l
     result = checks(conn, rid)
     assert all(p for p, _ in result.values()), result
     published = set().union(*groups_of(conn, rid, key="id")) if groups_of(conn, rid, key="id") else set()

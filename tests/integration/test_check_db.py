@@ -158,13 +158,13 @@ def test_ir_check_of_published_releases_agrees_with_verifier_and_metrics(conn, n
     _table(conn, name, TABLE2)
     _declare(conn, name)
     view = f'pganon_release."{name}_gt"'
-    rid = publish(conn, name, "danonyir", model="el", l=3, seeds=["Ella", "Tim"], domains={"age": [30, 39]}, queries=0)
+    rid = publish(conn, name, "danonyir", model="el", l=3, seeds=["Ella", "Tim"], domains={"age": [30, 39]}, queries=0, promote=True)
     r = conn.execute("SELECT pganon.check(%s::regclass, %s, '{disease}', 'eir_l_diversity', '{\"person\": \"id_num\", \"l\": 3}')",
                      (view, GT_QIS)).fetchone()[0]
     assert r["holds"] is True and r["value"] == {"l": 3} and checks(conn, rid)["eir_l_diversity"][0]
     for col, csv in (("gender", GENDER), ("age", AGE), ("postcode", POSTCODE)):
         conn.execute("SELECT pganon.set_hierarchy(%s, %s, %s)", (name, col, csv))
-    rid = publish(conn, name, "geneir", model="kl", k=3, l=3, order=["age", "postcode", "age", "gender"], queries=0)
+    rid = publish(conn, name, "geneir", model="kl", k=3, l=3, order=["age", "postcode", "age", "gender"], queries=0, promote=True)
     r = conn.execute("SELECT pganon.check(%s::regclass, %s, '{disease}', 'ir_kl_anonymity', '{\"person\": \"id_num\", \"l\": 3}')",
                      (view, GT_QIS)).fetchone()[0]
     m = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]

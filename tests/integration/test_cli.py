@@ -1,5 +1,6 @@
 """The CLI's wiring: exit codes, one-line errors without tracebacks, a summary table."""
 
+import re
 import subprocess
 import sys
 
@@ -16,17 +17,49 @@ def run(*args, dsn=None):
 def test_publish_prints_summary_and_progress_then_verify_passes(db_dsn):
     r = run("dataset", "load", "table1", "--replace", dsn=db_dsn)
     assert r.returncode == 0, r.stderr
-    r = run("publish", "table1", "mbf_mslf", "--show", "3", dsn=db_dsn)
+    r = run("publish", "table1", "mbf_mslf", "--show", "3", "--promote", dsn=db_dsn)
     assert r.returncode == 0, r.stderr
     header = r.stdout.splitlines()[0]
-    for col in ("groups", "suppressed", "AIL", "SR", "NCP%", "seconds"):
+    for col in ("groups", "suppressed", "AIL", "SR", "NCP%", "seconds", "status"):
         assert col in header
     assert "pganon_release.table1_gt" in r.stdout and "pganon_release.table1_st" in r.stdout
-    assert "pganon: plan ..." in r.stderr          # progress lines
+    assert "pganon: plan ..." in r.stderr and "pganon: assess ..." in r.stderr   # progress lines
+    assert "does not exist" not in r.stderr                                     # no NOTICE noise
     v = run("verify", "table1", dsn=db_dsn)
     assert v.returncode == 0 and "lsl_diversity" in v.stdout and "False" not in v.stdout
     lst = run("releases", "table1", dsn=db_dsn)
-    assert lst.returncode == 0 and "(current)" in lst.stdout
+    assert lst.returncode == 0 and " current " in lst.stdout
+
+
+def test_publish_makes_a_candidate_that_promote_shows(fresh_dsn):
+    assert run("dataset", "load", "table1", dsn=fresh_dsn).returncode == 0
+    r = run("publish", "table1", "mondrian", "-p", "k=3", "--quiet", dsn=fresh_dsn)
+    assert r.returncode == 0, r.stderr
+    rid = re.search(r"^candidate (\d+)", r.stdout, re.M).group(1)
+    assert f"pganon promote {rid}" in r.stdout
+    shown = run("show", "table1", dsn=fresh_dsn)
+    assert shown.returncode == 2 and "no current release" in shown.stderr   # nothing visible yet
+    risk = run("risk", rid, dsn=fresh_dsn)
+    assert risk.returncode == 0 and "prosecutor_risk_max" in risk.stdout and "records_below_k" in risk.stdout
+    p = run("promote", rid, dsn=fresh_dsn)
+    assert p.returncode == 0 and f"release {rid} is now the current release" in p.stdout, p.stderr
+    assert run("show", "table1", dsn=fresh_dsn).returncode == 0
+
+
+def test_promote_refused_by_the_policy_exits_3_with_the_figures(fresh_dsn):
+    assert run("dataset", "load", "table1", dsn=fresh_dsn).returncode == 0
+    r = run("set-policy", "table1", '{"prosecutor_risk_max": 0.2}', dsn=fresh_dsn)
+    assert r.returncode == 0 and '"prosecutor_risk_max": 0.2' in r.stdout, r.stderr
+    r = run("publish", "table1", "mondrian", "-p", "k=2", "--quiet", dsn=fresh_dsn)
+    rid = re.search(r"^candidate (\d+)", r.stdout, re.M).group(1)
+    assert "breaks the policy" in r.stdout
+    failing = run("risk", rid, "--failing", dsn=fresh_dsn)
+    assert failing.returncode == 3 and "prosecutor_risk_max" in failing.stdout and "FAIL" in failing.stdout
+    p = run("promote", rid, dsn=fresh_dsn)
+    assert p.returncode == 3 and "prosecutor_risk_max (records) = 0.5 > threshold 0.2" in p.stderr
+    assert "Traceback" not in p.stderr
+    bad = run("set-policy", "table1", '{"k": 3}', dsn=fresh_dsn)
+    assert bad.returncode == 2 and "unknown policy key" in bad.stderr
 
 
 def test_ck_publish_audit_and_dependencies_from_the_cli(db_dsn):
@@ -35,6 +68,8 @@ def test_ck_publish_audit_and_dependencies_from_the_cli(db_dsn):
     assert r.returncode == 0, r.stderr
     assert "query error" in r.stdout.splitlines()[0] and "vulnerable" in r.stdout.splitlines()[0]
     a = run("audit", "ck_table1", dsn=db_dsn)
+    assert a.returncode == 2 and "no current release of dataset 'ck_table1'" in a.stderr   # only a candidate
+    a = run("audit", re.search(r"^candidate (\d+)", r.stdout, re.M).group(1), dsn=db_dsn)
     assert a.returncode == 0, a.stderr
     assert "linkable pairs" in a.stdout and "vulnerable correct" in a.stdout
     bad = run("set-dependency", "ck_table1", "physician", "--identified-by", "physician", dsn=db_dsn)
@@ -77,7 +112,7 @@ def test_hierarchy_and_check_commands(db_dsn, tmp_path):
     lst = run("hierarchy", "list", "table1", dsn=db_dsn)
     assert [ln.split("|")[1].strip() for ln in lst.stdout.splitlines()[2:]] == ["age", "race", "sex"]
     assert run("hierarchy", "show", "table1", "sex", dsn=db_dsn).stdout == "F;*\nM;*\n"
-    r = run("publish", "table1", "mondrian", "-p", "k=3", "--quiet", dsn=db_dsn)
+    r = run("publish", "table1", "mondrian", "-p", "k=3", "--quiet", "--promote", dsn=db_dsn)
     assert r.returncode == 0 and "DM" in r.stdout.splitlines()[0], r.stderr
     ok = run("check", "pganon_release.table1_gt", "k_anonymity", "--qis", "age,sex,race,zipcode", "-p", "k=3",
              dsn=db_dsn)

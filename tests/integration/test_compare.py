@@ -48,10 +48,12 @@ SETTINGS = dict(methods=["mondrian", "mbf_mslf", "ck_anonymization", "mmdcf", "a
 
 
 def test_compare_measures_every_method_and_keeps_nothing(conn, people):
-    current = publish(conn, people, "mondrian", k=3)
+    current = publish(conn, people, "mondrian", k=3, promote=True)
     before = _state(conn)
     res = compare.run(conn, people, compare.Settings(**SETTINGS))
     assert _state(conn) == before  # rolled back: no release, relation or view left
+    assert all(any(x["measure"] == "published_share" for x in r["risk"]) for r in res["runs"])
+    assert "policy failures" in report_html.compare_html(res)
     assert conn.execute("SELECT id FROM pganon.releases WHERE dataset = %s AND is_current", (people,)).fetchone()[0] == current
     # (c,k) links buckets through a second SA: its SA sweep starts at two
     assert not res["failures"], res["failures"]
@@ -120,6 +122,9 @@ def test_release_report_shows_checks_costs_and_attack(conn, people, tmp_path):
     paths = report_html.write(rep, tmp_path, "rel", report_html.release_html(rep))
     text = Path(paths["html"]).read_text()
     assert "What was promised" in text and "fcorr_eq4" in text and "vulnerable records (correct)" in text
+    risk = {(r["measure"], r["scope"]): r for r in rep["risk"]}
+    assert risk[("prosecutor_risk_max", "records")]["threshold"] == pytest.approx(1 / 3)
+    assert "What an analyst can learn" in text and "prosecutor_risk_max" in text
     plots = rendered_plots(paths["html"], tmp_path)
     assert [p["title"] for p in plots] == ["Query error against selectivity", "Class sizes", "What an attacker believes"]
     assert all(p["drawn"] == p["marks"] > 0 for p in plots)

@@ -518,6 +518,7 @@ def test_load_declares_nmes_and_an_mmdcf_mslf_release_at_d3_verifies(fresh_dsn):
             "SELECT groups, suppressed_rows, metrics FROM pganon.releases WHERE id = %s",
             (rid,)).fetchone()
         assert groups > 0 and suppressed == 0 and m["sr"] == 0
+        c.execute("SELECT pganon.promote(%s)", (rid,))
         st_cols = [r[0] for r in c.execute(
             "SELECT attname FROM pg_attribute WHERE attrelid = 'pganon_release.nmes_st'::regclass "
             "AND attnum > 0 ORDER BY attnum")]

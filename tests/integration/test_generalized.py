@@ -65,7 +65,7 @@ def test_gaa_ncp_and_llm_snowball_to_the_root(conn, t1, metric):
 
 
 def test_gaa_publishes_sensitive_values_unchanged_and_reader_sees_only_the_view(conn, t1):
-    publish(conn, t1, "gaa", k=4, queries=0)
+    publish(conn, t1, "gaa", k=4, queries=0, promote=True)
     rows = conn.execute(f'SELECT gender, race, disease FROM pganon_release."{t1}_gt" ORDER BY class_id, disease').fetchall()
     assert sorted(r[2] for r in rows) == sorted(r[3] for r in TABLE1)
     cols = [r[0] for r in conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",

@@ -28,7 +28,7 @@ def test_injection_names_of_schema_table_columns_dataset_and_values(conn):
     for v, lv in (("Flu", 0), ("HIV", 2), ("Cold", 1)):
         conn.execute("SELECT pganon.set_security_level(%s, %s, %s, %s)", (dataset, cols["sa2"], v, lv))
     for method in ("mbf_mslf", "mmdcf"):
-        rid = publish(conn, dataset, method, generalize=method == "mbf_mslf")
+        rid = publish(conn, dataset, method, promote=True, generalize=method == "mbf_mslf")
         assert all(p for p, _ in checks(conn, rid).values())
     st = conn.execute(sql.SQL("SELECT {}, count FROM pganon_release.{}").format(
         sql.Identifier(cols["sa1"]), sql.Identifier(dataset + "_st"))).fetchall()

@@ -77,7 +77,7 @@ T4 = [({"Jane", "Ella", "Lucy"}, (["F"], "[33,35)", ["10070", "10073", "10087"])
     ({"model": "eab", "alpha": 0.4, "beta": 0.6}, "eir_alpha_beta"),
 ])
 def test_danonyir_reproduces_table4_and_verifies(conn, t2, params, check):
-    rid = publish(conn, t2, "danonyir", seeds=["Ella", "Tim"], domains={"age": [30, 39]}, **params)
+    rid = publish(conn, t2, "danonyir", seeds=["Ella", "Tim"], domains={"age": [30, 39]}, numbering="creation", **params)
     assert _classes(conn, rid) == T4
     assert _id_nums(conn, rid) == ID_NUM
     result = checks(conn, rid)
@@ -90,7 +90,7 @@ def test_danonyir_reproduces_table4_and_verifies(conn, t2, params, check):
     cols = [r[0] for r in conn.execute(f"SELECT attname FROM pg_attribute WHERE attrelid = 'pganon_data.r{rid}_gt'::regclass "
                                        "AND attnum > 0 ORDER BY attnum")]
     assert cols == ["class_id", "id_num", "gender", "age", "postcode", "disease"]
-    assert conn.execute(f"SELECT count(*) FROM pganon_release.\"{t2}_gt\"").fetchone()[0] == 10
+    assert conn.execute(f"SELECT count(*) FROM pganon_data.r{rid}_gt").fetchone()[0] == 10
 
 
 def test_danonyir_kl_keeps_the_vulnerable_class_count(conn, t2):
@@ -111,7 +111,7 @@ def test_danonyir_seeded_runs_are_reproducible(conn, t2):
 def test_geneir_reproduces_table3_with_the_figure1_taxonomies(conn, t2, params):
     for col, csv in (("gender", GENDER), ("age", AGE), ("postcode", POSTCODE)):
         conn.execute("SELECT pganon.set_hierarchy(%s, %s, %s)", (t2, col, csv))
-    rid = publish(conn, t2, "geneir", order=["age", "postcode", "age", "gender"], **params)
+    rid = publish(conn, t2, "geneir", order=["age", "postcode", "age", "gender"], numbering="creation", **params)
     assert _classes(conn, rid) == [({"Lily", "Tina", "Ella", "Lucy"}, ("F", "[30,39]", "1007*")),
                                    ({"Mike", "Tim", "Jane"}, ("*", "[30,39]", "1008*"))]
     result = checks(conn, rid)
@@ -133,7 +133,7 @@ def test_relative_error_in_the_metrics_equals_the_engine_on_the_same_persons(con
     from pganon_engine import danonyir as D
     from pganon_engine import ir_metrics as IM
     rid = publish(conn, t2, "danonyir", model="el", l=3, seeds=["Ella", "Tim"], domains={"age": [30, 39]},
-                  queries=200, theta=0.3, **{"lambda": 2})
+                  numbering="creation", queries=200, theta=0.3, **{"lambda": 2})
     got = _metrics(conn, rid)["query_error"]
     rel = D.danonyir(PERSONS, ["gender", "age", "postcode"], "el", {"l": 3}, domains={"age": (30, 39)},
                      seeds=["Ella", "Tim"])
@@ -177,7 +177,8 @@ def test_geneir_without_taxonomies_names_the_column(conn, t2):
 
 
 def test_tampered_person_release_fails_verification(conn, t2):
-    rid = publish(conn, t2, "danonyir", model="el", l=3, seeds=["Ella", "Tim"], domains={"age": [30, 39]})
+    rid = publish(conn, t2, "danonyir", model="el", l=3, seeds=["Ella", "Tim"], domains={"age": [30, 39]},
+                  numbering="creation")   # the engine's Id_num (Table 4's), which the edits below use
     gt = f"pganon_data.r{rid}_gt"
     conn.execute(f"UPDATE {gt} SET id_num = 4 WHERE id_num = 7")  # Lucy's record now reads as Jane's
     result = checks(conn, rid)

@@ -10,7 +10,7 @@ from helpers import create_table1, declare_table1, publish
 def released(conn, name):
     create_table1(conn, name)
     declare_table1(conn, name, name)
-    rid = publish(conn, name, "mmdcf_mslf")
+    rid = publish(conn, name, "mmdcf_mslf", promote=True)
     return name, rid
 
 

@@ -1,5 +1,7 @@
 """Bad input gets a clear error with pganon's SQLSTATE and leaves catalog and release schema as they were."""
 
+import json
+
 import psycopg
 import pytest
 
@@ -97,3 +99,65 @@ def test_interrupted_publish_leaves_no_trace(conn, name):
     assert _state(conn) == before
     rid = publish(conn, name, "mmdcf_mslf")      # and it works without the timeout
     assert conn.execute("SELECT published_rows FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0] == 60000
+
+
+def _clinic(conn, name, rows, levels):
+    """A table (id, age, disease, drug) with both SAs declared and the given security levels."""
+    conn.execute(f'CREATE TABLE "{name}" (id int PRIMARY KEY, age int, disease text, drug text)')
+    with conn.cursor().copy(f'COPY "{name}" FROM STDIN') as cp:
+        for i, (disease, drug) in enumerate(rows):
+            cp.write_row((i, 20 + i % 50, disease, drug))
+    conn.execute("SELECT pganon.register_dataset(%s, %s::regclass, 'id')", (name, name))
+    for col, role in [("age", "quasi"), ("disease", "sensitive"), ("drug", "sensitive")]:
+        conn.execute("SELECT pganon.set_attribute(%s, %s, %s)", (name, col, role))
+    for col, values in levels.items():
+        for value, level in values.items():
+            conn.execute("SELECT pganon.set_security_level(%s, %s, %s, %s)", (name, col, value, level))
+    publish(conn, name, "mbf", min_group=1, l=1)   # an earlier release that every refusal must leave alone
+
+
+FIVE = {"disease": {d: 1 for d in ("flu", "hiv", "cold", "ulcer", "gout")}, "drug": {"a": 0, "b": 0, "c": 0}}
+FIVE_ROWS = [(d, "abc"[i % 3]) for i, d in enumerate(["flu", "hiv", "cold", "ulcer", "gout"] * 12)]
+# no two of these vectors differ in both attributes once a third joins: no 3-diverse group
+STAR = {"disease": {"a": 1, "b": 1, "c": 1}, "drug": {"x": 0, "y": 0, "z": 0}}
+STAR_ROWS = [("a", "x"), ("a", "y"), ("a", "z"), ("b", "x"), ("c", "x")] * 6
+
+REFUSALS = [  # (rows, levels, method, params, sqlstate, message prefix): finding 5, refused before the plan
+    (FIVE_ROWS, FIVE, "mbf", {"l": 9}, "PA005", "l = 9 but disease has only 5 distinct values"),
+    (FIVE_ROWS, FIVE, "mmdcf", {"l": 4, "sensitive": ["drug"]}, "PA005", "l = 4 but drug has only 3 distinct values"),
+    # L_sl: two values of level 2 (l = 3) can fill at most 2/3 of any group
+    ([("hiv", "a"), ("aids", "b")] * 15, {"disease": {"hiv": 2, "aids": 2}, "drug": {"a": 0, "b": 0}}, "mbf_mslf", {},
+     "PA005", "disease has only 2 distinct values (2 with l = 3): their shares 1/l add up to 2/3 < 1"),
+    (FIVE_ROWS, {**FIVE, "disease": {"flu": 2, "hiv": 2, "cold": 2, "ulcer": 2, "gout": 2}}, "msdcf_mslf",
+     {"sensitive": ["disease", "drug"]}, "PA005", None),   # control: 5 values with l = 3 reach 5/3 >= 1
+    # min_group: a group needs that many distinct sensitive vectors (finding 6)
+    ([("flu", "a")] * 30, {"disease": {"flu": 0}, "drug": {"a": 0}}, "mmdcf_mslf", {}, "PA005",
+     "min_group = 2 needs 2 distinct sensitive vectors per group; the table has 1"),
+    (FIVE_ROWS, FIVE, "mbf_mslf", {"min_group": 16}, "PA005",
+     "min_group = 16 needs 16 distinct sensitive vectors per group; the table has 15"),
+    # found by the plan (each attribute has 3 values), refused before anything is assigned
+    (STAR_ROWS, STAR, "mbf", {"l": 3}, "PA005", "mbf found no 3-diverse group"),
+    (FIVE_ROWS, FIVE, "anatomy", {"l": 25, "eligibility": "suppress"}, "PA005",
+     "anatomy l = 25 needs 25 distinct sensitive vectors per group; the table has 15; "
+     "eligibility suppress would leave 0 of 60 rows"),
+    (FIVE_ROWS, FIVE, "anatomy", {"l": 25}, "PA005", "anatomy l = 25 needs 25 distinct sensitive vectors"),
+    # malformed or contradictory arguments
+    (FIVE_ROWS, FIVE, "mbf", {"l": 1}, "PA002", "l = 1 is below min_group = 2"),
+    (FIVE_ROWS, FIVE, "mbf_mslf", {"min_group": 0}, "PA002", "parameter min_group must be an integer >= 1"),
+    (FIVE_ROWS, FIVE, "mbf_mslf", {"min_group": "2"}, "PA002", "parameter min_group must be an integer >= 1"),
+    (FIVE_ROWS, FIVE, "mbf_mslf", {"l": 3}, "PA002", "parameter l is the baselines' single l"),
+]
+
+
+@pytest.mark.parametrize("rows,levels,method,params,sqlstate,prefix", REFUSALS,
+                         ids=[f"{r[2]}-{'-'.join(map(str, r[3].values()))}" for r in REFUSALS])
+def test_impossible_or_vacuous_requests_are_refused_and_leave_nothing(conn, name, rows, levels, method, params,
+                                                                      sqlstate, prefix):
+    _clinic(conn, name, rows, levels)
+    if prefix is None:   # the control case: a satisfiable request under the same rule publishes
+        rid = publish(conn, name, method, **params)
+        assert conn.execute("SELECT published_rows FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0] > 0
+        return
+    e = _fails(conn, sqlstate, prefix, name, method, json.dumps(params))
+    if not prefix.startswith("parameter min_group"):   # the generic integer check names the rule itself
+        assert e.diag.message_hint, e.diag.message_primary

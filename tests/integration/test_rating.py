@@ -37,6 +37,11 @@ def table5(conn, name):
     return name
 
 
+def _relation(conn, rid, role):
+    """A release relation (AT 'gt', IDT 'st') through the release's layout: candidates have no views."""
+    return conn.execute("SELECT layout->'relations'->>%s FROM pganon.release WHERE id = %s", (role, rid)).fetchone()[0]
+
+
 def _groups(conn, rid, col):
     """The tuples (source keys, through the admin-only map) of each group of one attribute."""
     rows = conn.execute(f'SELECT a."{col}", array_agg(m.t ORDER BY m.t) FROM pganon_data.r{rid}_gt a '
@@ -45,18 +50,18 @@ def _groups(conn, rid, col):
 
 
 def test_table5_reproduces_the_deterministic_variant(conn, table5):
-    rid = publish(conn, table5, "rating", sc={"age": 3})
+    rid = publish(conn, table5, "rating", sc={"age": 3}, tie="first")
     result = checks(conn, rid)
     assert all(p for p, _ in result.values()) and set(result) >= {"sc_diversity", "idt_matches_source"}, result
     for col in COLS:
         assert _groups(conn, rid, col) == sorted(EXPECTED[col], key=min), col
-    idt = conn.execute(f"SELECT attribute, group_id, value, count FROM pganon_release.\"{table5}_st\" "
+    idt = conn.execute(f"SELECT attribute, group_id, value, count FROM {_relation(conn, rid, 'st')} "
                        f"WHERE attribute = 'age' ORDER BY group_id, value").fetchall()
     assert sorted(sorted(int(v) for a, g, v, c in idt if g == gid) for gid in {r[1] for r in idt}) == \
         [[21, 28, 29], [30, 36, 37], [41, 48, 56, 65]]  # Table 7's Age column
-    at_cols = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = "
-                                          "'pganon_release' AND table_name = %s ORDER BY ordinal_position",
-                                          (f"{table5}_gt",))]
+    at_cols = [r[0] for r in conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass "
+                                          "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                                          (_relation(conn, rid, "gt"),))]
     assert at_cols == ["tk"] + COLS
     m = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
     assert m["groups_per_attribute"] == {"age": 3, **{c: 5 for c in COLS[1:]}} and m["sr"] == 0
@@ -76,11 +81,33 @@ def test_tampering_fails_verification(conn, table5):
     r = checks(conn, rid)
     assert not r["idt_matches_source"][0] and r["sc_diversity"][0]
     conn.execute(f"UPDATE {idt} SET value = '130' WHERE value = '999'")
-    conn.execute(f"UPDATE {at} SET cp = (SELECT max(cp) FROM {at}) WHERE tk = 1")
+    conn.execute(f"UPDATE {at} SET cp = (SELECT max(cp) FROM {at}) WHERE tk = (SELECT min(tk) FROM {at} "
+                 f"WHERE cp <> (SELECT max(cp) FROM {at}))")
     r = checks(conn, rid)
     assert not r["at_idt_agree"][0] or not r["idt_matches_source"][0]
     conn.execute(f"DELETE FROM {idt} WHERE attribute = 'age' AND value = '21'")
     assert not checks(conn, rid)["sc_diversity"][0] or not checks(conn, rid)["at_idt_agree"][0]
+
+
+def test_sc_diversity_counts_distinct_values_not_idt_rows(conn, table5):
+    """Issue 11 finding 7: a group listing one value twice (two IDT rows, count 1 each) has one
+    distinct value, below SC 2.  The source is changed to match, so the hashes of the other checks
+    still agree: only sc_diversity can catch it."""
+    rid = publish(conn, table5, "rating", sc=2)
+    idt, mp = f"pganon_data.r{rid}_st", f"pganon_data.r{rid}_map"
+    assert all(p for p, _ in checks(conn, rid).values())
+    # a cp group of two tuples: the second tuple takes the first one's value, in the source and the IDT
+    g, (k1, k2) = conn.execute(f"SELECT a.cp, array_agg(m.t ORDER BY m.t) FROM pganon_data.r{rid}_gt a "
+                               f"JOIN {mp} m USING (tk) GROUP BY 1 ORDER BY 1 LIMIT 1").fetchone()
+    v1, v2 = (conn.execute(f'SELECT cp FROM "{table5}" WHERE t = %s', (k,)).fetchone()[0] for k in (k1, k2))
+    conn.execute(f'UPDATE "{table5}" SET cp = %s WHERE t = %s', (v1, k2))
+    conn.execute(f"UPDATE {idt} SET value = %s WHERE attribute = 'cp' AND group_id = %s AND value = %s", (v1, g, v2))
+    assert conn.execute(f"SELECT count(*) FROM {idt} WHERE attribute = 'cp' AND group_id = %s AND value = %s AND "
+                        f"count = 1", (g, v1)).fetchone()[0] == 2
+    r = checks(conn, rid)
+    assert not r["sc_diversity"][0], r
+    assert all(p for c, (p, _) in r.items() if c != "sc_diversity"), r
+    assert "1 distinct value(s) in 2 row(s)" in r["sc_diversity"][1], r["sc_diversity"]
 
 
 def test_an_ineligible_attribute_is_named_or_suppressed(conn, name):
@@ -99,6 +126,32 @@ def test_an_ineligible_attribute_is_named_or_suppressed(conn, name):
     r = conn.execute("SELECT suppressed_rows, published_rows FROM pganon.release WHERE id = %s", (rid,)).fetchone()
     assert r[0] > 0 and r[0] + r[1] == 100
     assert all(p for p, _ in checks(conn, rid).values())
+
+
+def test_default_draws_a_seed_records_it_and_reproduces(conn, table5):
+    """Issue 11: no seed given -> one is drawn and recorded with tie 'random'; publishing again
+    with the recorded parameters gives the same groups."""
+    rid = publish(conn, table5, "rating", sc={"age": 3})
+    params = conn.execute("SELECT params FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    assert params["tie"] == "random" and isinstance(params["seed"], int) and params["seed"] >= 0
+    again = publish(conn, table5, "rating", sc={"age": 3}, seed=params["seed"])
+    for col in COLS:
+        assert _groups(conn, again, col) == _groups(conn, rid, col), col
+    one, two = (publish(conn, table5, "rating", sc={"age": 3}, seed=s) for s in (1, 2))
+    assert any(_groups(conn, one, c) != _groups(conn, two, c) for c in COLS)
+    first = publish(conn, table5, "rating", sc={"age": 3}, tie="first")
+    p = conn.execute("SELECT params FROM pganon.release WHERE id = %s", (first,)).fetchone()[0]
+    assert p["tie"] == "first" and p["seed"] is None
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ({"tie": "first", "seed": 5}, "takes no seed"),
+    ({"tie": "last"}, "parameter tie must be one of"),
+])
+def test_bad_tie_is_refused(conn, table5, params, fragment):
+    with pytest.raises(psycopg.Error) as e:
+        publish(conn, table5, "rating", **params)
+    assert e.value.sqlstate == "PA002" and fragment in str(e.value)
 
 
 def test_bad_sc_is_refused(conn, table5):

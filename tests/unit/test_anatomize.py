@@ -302,3 +302,19 @@ def test_bad_parameters_are_refused(call, fragment):
         call()
     assert e.value.sqlstate == "PA002"
     assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("eligibility,tail", [
+    ("suppress", "; eligibility suppress would leave 0 of 70 rows"),
+    ("error", "; no group can be formed from its 70 rows"),
+])
+def test_anatomy_refuses_l_above_the_distinct_vectors_before_planning(eligibility, tail):
+    """Issue 11 finding 5: l = 25 over 7 distinct vectors would publish nothing (with
+    'suppress' the planner suppresses every record); anatomy refuses it from the counts."""
+    from pganon_engine import anatomy
+    assert an.plan([10] * 7, 25, eligibility="suppress").n_groups == 0    # what would have been published
+    with pytest.raises(EngineError) as e:
+        anatomy.refuse_vacuous({"l": 25, "eligibility": eligibility}, [10] * 7)
+    assert e.value.sqlstate == "PA005"
+    assert str(e.value) == "anatomy l = 25 needs 25 distinct sensitive vectors per group; the table has 7" + tail
+    assert anatomy.refuse_vacuous({"l": 7, "eligibility": eligibility}, [10] * 7) is None

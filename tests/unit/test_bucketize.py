@@ -317,6 +317,83 @@ def test_property_fast_equals_reference_larger(table):
         check_plan(fast, sizes, values, levels, L, mslf)
 
 
+# --------------------------------------------------------------------------------------------
+# min_group (A18: groups of >= m records, no SA vector above 1/m) and the early refusal
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sizes,values,levels,L,mslf,baseline_l,min_group,blocked", [
+    # baseline l = 9, one SA with 5 values: no group can be 9-diverse
+    ([3] * 5, [0, 1, 2, 3, 4], [1] * 5, L3, False, 9, 1, (0, 5)),
+    ([3] * 5, [0, 1, 2, 3, 4], [1] * 5, L3, False, 5, 2, None),
+    # L_sl: two values of level 2 (l = 3) reach shares 2/3 < 1; a level-0 value (l = 1) fills any group
+    ([4, 4], [0, 1], [2, 2], L3, True, None, 1, (0, 2)),
+    ([4, 4, 1], [0, 1, 2], [2, 2, 0], L3, True, None, 2, None),
+    # min_group = 2 needs two distinct SA vectors: a constant SA has one
+    ([6], [0], [0], L3, True, None, 1, None),
+    ([6], [0], [0], L3, True, None, 2, (None, 1)),
+    ([6, 1], [0, 1], [0, 0], L3, True, None, 3, (None, 2)),
+    # the second dimension blocks; empty buckets do not count
+    ([2, 2, 0], [0, 0, 1, 1, 2, 2], [0, 2, 0, 2, 0, 2], L3, True, None, 1, (1, 2)),
+])
+def test_blocked_dimension(sizes, values, levels, L, mslf, baseline_l, min_group, blocked):
+    got = bz.blocked_dimension(sizes, values, levels, L, mslf=mslf, baseline_l=baseline_l, min_group=min_group)
+    assert (got if got is None else (got[0], len(got[1]))) == blocked
+
+
+def test_min_group_above_the_baselines_l_is_refused():
+    with pytest.raises(ValueError, match="min_group = 3 is above the baselines' l = 2"):
+        bz.plan([2, 2], [0, 1], [1, 1], L3, "mbf", mslf=False, baseline_l=2, min_group=3)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bucket_tables(), st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_property_min_group_bounds_every_vector_and_refusals_are_sound(table, min_group, seed):
+    """Every group has at least min_group records and no bucket (SA vector) holds more than
+    1/min_group of it, on top of L_sl; the fast planner equals the reference; and a request
+    `blocked_dimension` refuses early is one the planner could not group at all."""
+    sizes, values, levels, L = table
+    B = len(sizes)
+    d = len(values) // B
+    top = max([max(levels[b * d:(b + 1) * d]) for b in range(B) if sizes[b]], default=0)
+    for variant, mslf in ALGOS:
+        base = None if mslf else max(L[top], min_group)       # what lsl passes (l raised to m)
+        for tie in ("first", "random"):
+            s = seed if tie == "random" else None
+            p = bz.plan(sizes, values, levels, L, variant, mslf=mslf, baseline_l=base, tie=tie, seed=s,
+                        min_group=min_group, keep_order=True)
+            assert p == bz.plan_reference(sizes, values, levels, L, variant, mslf=mslf, baseline_l=base, tie=tie,
+                                          seed=s, min_group=min_group, keep_order=True), (variant, mslf, tie)
+            check_plan(p, sizes, values, levels, L, mslf, baseline_l=base)
+            for G in bz.expand(p):
+                assert len(G) >= min_group
+                assert max(Counter(b for b, _ in G).values()) * min_group <= len(G)
+            if bz.blocked_dimension(sizes, values, levels, L, mslf=mslf, baseline_l=base,
+                                    min_group=min_group) is not None:
+                assert p.n_groups == 0 and p.n_suppressed == sum(sizes), (variant, mslf)
+
+
+@pytest.mark.parametrize("variant", bz.VARIANTS)
+def test_min_group_fits_the_group_size_where_the_papers_size_fits_none(variant):
+    """A18: with min_group = 2 the level-0-only buckets (a, 0) and (b, 0) no longer form groups
+    of one, and a binary SA with l = 2 on both values admits only even groups once a level-1
+    value of it is present, so l_G = 3 for the level-2 group (hiv) would form nothing."""
+    sizes = [10, 10, 2, 2, 6]               # (disease, adl): (a, 0), (b, 0), (hiv, 0), (hiv, 1), (c, 1)
+    values = [0, 0, 1, 0, 2, 0, 2, 1, 3, 1]
+    levels = [0, 0, 0, 0, 2, 0, 2, 1, 0, 1]
+    paper = bz.plan(sizes, values, levels, L3, variant)
+    assert 1 in paper.group_l                                  # groups of one: a whole row exposed
+    L = {0: 2, 1: 2, 2: 3}                                     # the per-value reading (l0 raised)
+    assert bz.plan(sizes, values, levels, L, variant).n_groups == 0
+    fit = bz.plan(sizes, values, levels, L3, variant, min_group=2, keep_order=True)
+    assert fit.n_groups > 0 and min(fit.group_l) >= 2 and fit.n_suppressed < sum(sizes)
+    for G in bz.expand(fit):
+        assert max(Counter(b for b, _ in G).values()) * 2 <= len(G)
+    check_plan(fit, sizes, values, levels, L3, True)
+    # min_group = 1 is the paper, exactly
+    assert bz.plan(sizes, values, levels, L3, variant, min_group=1) == paper
+
+
 def test_runs_are_coalesced():
     # Level-0 values only: l_G = 1, so every record is a group.  MBF takes the big bucket
     # until it is level with the small one, and once more on the tie ('first'): 41 picks

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pganon_engine import ck
+from pganon_engine.errors import EngineError
 
 # --------------------------------------------------------------------------------------------
 # Fixtures from the spec
@@ -246,7 +247,7 @@ def test_ck_table1_strict_gives_table6_buckets():
     p = plan_t1(mode="strict")
     assert as_sets(p.buckets()) == TABLE6_MEMBERS
     assert p.n_buckets == 3
-    assert p.mode_achieved == "strict" and not p.fallback and p.fallback_reason is None
+    assert p.mode_achieved == "strict" and p.stuck_pairs == 0 and p.relaxed == {}
     assert p.cf_exceeded == []
 
 
@@ -310,24 +311,60 @@ def test_ck_pririsk_inputs_table5_link_to_several_fbs():
     assert all(1 in bs for bs in links.values())
 
 
-def test_ck_strict_falls_back_to_relax_when_c_f_forbids_merging():
+HAND = [dict(id=0, age=20, zip=0, sex="M", d=1, s1=2, s2=1, s3=1),
+        dict(id=1, age=21, zip=0, sex="M", d=2, s1=0, s2=1, s3=1),
+        dict(id=2, age=22, zip=0, sex="M", d=1, s1=1, s2=0, s3=1),
+        dict(id=3, age=23, zip=0, sex="M", d=2, s1=1, s2=0, s3=0)]
+
+
+def test_ck_strict_out_of_reach_within_c_f_is_refused_and_relax_must_be_asked_for():
     # Worked by hand: delta values 1,2,1,2 with c = 2, k = 2, c_f = 1 force two FBs holding one
     # record of each delta value, so both delta values link them.  Every partition into two
     # such FBs shares exactly one value of s3 (zeta) or of s1, and one FB of 4 breaks c_f = 1:
-    # eq. (4) is out of reach, eq. (5) is met.
-    rows = [dict(id=0, age=20, zip=0, sex="M", d=1, s1=2, s2=1, s3=1),
-            dict(id=1, age=21, zip=0, sex="M", d=2, s1=0, s2=1, s3=1),
-            dict(id=2, age=22, zip=0, sex="M", d=1, s1=1, s2=0, s3=1),
-            dict(id=3, age=23, zip=0, sex="M", d=2, s1=1, s2=0, s3=0)]
-    p = _ck(rows, 2, 2, 1, "strict")
-    assert p.fallback and p.mode_achieved == "relax" and p.cf_exceeded == []
-    assert "s3" in p.fallback_reason and "c_f = 1" in p.fallback_reason
-    members = {b: m for b, m in p.buckets().items()}
+    # eq. (4) is out of reach within c_f, eq. (5) is met.  Strict never falls back (A10).
+    with pytest.raises(EngineError) as e:
+        _ck(HAND, 2, 2, 1, "strict")
+    assert e.value.sqlstate == "PA005"
+    assert "1 linkable bucket pair(s) still break eq. (4)" in str(e.value) and "s3=1" in str(e.value)
+    assert "2 record(s) above c_f" in str(e.value) and "c_f_excess: 'allow'" in e.value.hint
+    r = _ck(HAND, 2, 2, 1, "relax")
+    assert r.mode_achieved == "relax" and r.cf_exceeded == [] and r.relaxed == {"mode": "relax"}
+    members = dict(r.buckets())
     assert len(members) == 2
-    assert all(sorted(rows[i]["d"] for i in m) == [1, 2] for m in members.values())
-    assert _status(rows, members) == (False, True)
-    r = _ck(rows, 2, 2, 1, "relax")
-    assert not r.fallback and r.fallback_reason is None and r.mode_achieved == "relax"
+    assert all(sorted(HAND[i]["d"] for i in m) == [1, 2] for m in members.values())
+    assert _status(HAND, members) == (False, True)
+    # strict with c_f_excess = 'allow': one FB of 4 (eq. 4 holds, no pair), its excess recorded
+    a = _ck(HAND, 2, 2, 1, "strict", c_f_excess="allow")
+    assert a.mode_achieved == "strict" and a.n_buckets == 1 and a.stuck_pairs == 1
+    assert a.relaxed == {"c_f_excess": "allow", "c_f_exceeded": 2, "buckets_over_c_f": 1, "delta_values_over_c_f": 2,
+                         "records_over_c_f": 2, "max_delta_count": 2, "linkable_pairs_needing_excess": 1}
+
+
+def test_ck_c_f_out_of_reach_is_refused_before_planning():
+    # Finding 4's shape in small: one delta value holds 12 of 16 records; with k = 2 at most
+    # 8 FBs exist, and c = 2 leaves 4 records of other values for them: c_f = 1 needs 12 FBs
+    # holding the value, c_f = 2 needs 6, c_f = 3 needs 4 (A17).
+    rows = [dict(id=i, age=20 + i, zip=0, sex="MF"[i % 2], d=0 if i < 12 else i, s1=i % 4, s2=i % 3, s3=i % 2)
+            for i in range(16)]
+    for c_f in (1, 2):
+        with pytest.raises(EngineError) as e:
+            _ck(rows, 2, 2, c_f, "relax")
+        assert e.value.sqlstate == "PA005"
+        assert f"c_f = {c_f} is out of reach" in str(e.value) and "0 has 12 of 16 records" in str(e.value)
+        assert "raise c_f to at least 3" in e.value.hint
+    assert ck.c_f_shortfalls([(0, 12), (12, 1), (13, 1), (14, 1), (15, 1)], 2, 2, 1) == [
+        ck.Shortfall(value=0, records=12, needed=12, room=4)]
+    assert ck.c_f_shortfalls([(0, 12), (12, 1), (13, 1), (14, 1), (15, 1)], 2, 2, 3) == []
+    p = _ck(rows, 2, 2, 1, "relax", c_f_excess="allow")
+    assert p.relaxed["c_f_exceeded"] == len(p.cf_exceeded) > 0 and p.relaxed["max_delta_count"] > 1
+
+
+def test_ck_constant_sa_makes_eq4_out_of_reach_when_a_delta_value_spans_buckets():
+    rows = [dict(id=i, age=20 + i, zip=0, sex="M", d=i % 3, s1=7, s2=i % 3, s3=i % 2) for i in range(12)]
+    with pytest.raises(EngineError) as e:
+        _ck(rows, 2, 2, 2, "strict")
+    assert e.value.sqlstate == "PA005" and "s1 has one value in every record" in str(e.value)
+    ck.check_reach([(0, 2), (1, 2)], 2, 2, 2, delta="d", distinct={"d": 2, "s1": 1})  # every value fits one FB
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,20 +608,27 @@ def _status(rows, members):
     return eq4, eq5
 
 
-def _ck(rows, k, c, c_f, mode, seed=None):
+def _ck(rows, k, c, c_f, mode, seed=None, c_f_excess="refuse"):
     return ck.ck_plan(rows, ["age", "zip", "sex"], PSAS, k, c, c_f, "d", mode=mode, zeta=PZETA,
-                      key="id", seed=seed)
+                      key="id", seed=seed, c_f_excess=c_f_excess)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_tables())
-def test_ck_plan_properties(t):
+@given(small_tables(), st.sampled_from(ck.C_F_EXCESS))
+def test_ck_plan_properties(t, excess):
     rows, k, c, c_f, mode = t
     if c > _n_categories(rows, k):
         with pytest.raises(ValueError, match="categories"):
-            _ck(rows, k, c, c_f, mode)
+            _ck(rows, k, c, c_f, mode, c_f_excess=excess)
         return
-    p = _ck(rows, k, c, c_f, mode)
+    try:
+        p = _ck(rows, k, c, c_f, mode, c_f_excess=excess)
+    except EngineError as e:   # refused (A17, A18): never when buckets may exceed c_f
+        assert e.sqlstate == "PA005" and excess == "refuse"
+        # and rightly: every A17 pre-check is a necessary condition and A18 reports the plan
+        # itself, so the plan that may exceed c_f does
+        assert _ck(rows, k, c, c_f, mode, c_f_excess="allow").cf_exceeded
+        return
     n = len(rows)
     # counts conserved: every record in exactly one bucket and one group
     assert sorted(p.ids) == list(range(n)) and len(p.fb) == n and len(p.group) == n
@@ -599,18 +643,19 @@ def test_ck_plan_properties(t):
     for b, m in members.items():
         assert len(m) >= k
         assert len({cat[rows[i]["d"]] for i in m}) >= c
-    # c_f: the plan reports exactly the (FB, delta value) pairs above c_f
+    # c_f: the plan reports exactly the (FB, delta value) pairs above c_f, and there are none
+    # unless the request allowed them; the release's figures are these
     over = sorted((b, v, cnt) for b, m in members.items()
                   for v, cnt in Counter(rows[i]["d"] for i in m).items() if cnt > c_f)
     assert sorted(p.cf_exceeded) == over
-    # eq. (5) always; eq. (4) exactly when the plan says 'strict'
+    assert not over or excess == "allow"
+    assert p.relaxed.get("c_f_exceeded", 0) == len(over)
+    assert p.relaxed.get("records_over_c_f", 0) == sum(cnt - c_f for _, _, cnt in over)
+    assert (p.relaxed.get("mode") == "relax") == (mode == "relax")
+    # the mode asked for always holds: eq. (4) for strict, eq. (5) for relax
     eq4, eq5 = _status(rows, members)
-    assert eq5
+    assert eq5 and (eq4 or mode == "relax")
     assert (p.mode_achieved == "strict") == eq4
-    if mode == "strict" and not p.fallback and not p.cf_exceeded:
-        assert eq4 and not over
-    assert p.fallback == (mode == "strict" and not eq4)
-    assert (p.fallback_reason is not None) == p.fallback
     # CtgT: every delta value in one category; every category >= k records unless only one
     sizes = Counter(cat[r["d"]] for r in rows)
     assert len(sizes) == 1 or min(sizes.values()) >= k
@@ -622,9 +667,9 @@ def test_ck_plan_same_seed_same_plan(t, seed):
     rows, k, c, c_f, mode = t
     if c > _n_categories(rows, k):
         return
-    a, b = _ck(rows, k, c, c_f, mode, seed), _ck(rows, k, c, c_f, mode, seed)
+    a, b = _ck(rows, k, c, c_f, mode, seed, "allow"), _ck(rows, k, c, c_f, mode, seed, "allow")
     assert (a.fb, a.group, a.events) == (b.fb, b.group, b.events)
-    a, b = _ck(rows, k, c, c_f, mode), _ck(rows, k, c, c_f, mode)
+    a, b = _ck(rows, k, c, c_f, mode, None, "allow"), _ck(rows, k, c, c_f, mode, None, "allow")
     assert (a.fb, a.group, a.events) == (b.fb, b.group, b.events)
 
 
@@ -773,7 +818,7 @@ class _LiteralRefiner:
 
 
 def _facts(p):
-    return p.fb, p.initial_fb, p.events, p.mode_achieved, p.cf_exceeded, p.fallback_reason
+    return p.fb, p.initial_fb, p.events, p.mode_achieved, p.cf_exceeded, p.stuck_pairs
 
 
 def _literal(monkeypatch, plan):
@@ -789,8 +834,8 @@ def test_refinement_equals_literal_reading(monkeypatch, t, seed):
     rows, k, c, c_f, mode = t
     if c > _n_categories(rows, k):
         return
-    fast = _ck(rows, k, c, c_f, mode, seed)
-    assert _facts(fast) == _facts(_literal(monkeypatch, lambda: _ck(rows, k, c, c_f, mode, seed)))
+    fast = _ck(rows, k, c, c_f, mode, seed, "allow")
+    assert _facts(fast) == _facts(_literal(monkeypatch, lambda: _ck(rows, k, c, c_f, mode, seed, "allow")))
 
 
 def _skewed_table(n, seed):
@@ -816,7 +861,7 @@ def test_refinement_equals_literal_reading_mid_size(monkeypatch, n, k, mode, zet
     sas = ["d", "s1", "s2", "s3", "s4"]
 
     def plan():
-        return ck.ck_plan(recs, ["age", "sex"], sas, k, 2, 2, "d", mode, zeta=zeta,
+        return ck.ck_plan(recs, ["age", "sex"], sas, k, 2, 2, "d", mode, zeta=zeta, c_f_excess="allow",
                           kinds=["numeric", "categorical"], seed=seed)
     fast = plan()
     assert any(e[0] == "dissolve" for e in fast.events)
@@ -846,7 +891,7 @@ def test_refinement_equals_literal_reading_with_masks_of_several_words(monkeypat
     sas = ["d", "s1", "s2", "s3"]
 
     def plan():
-        return ck.ck_plan(recs, ["age", "sex"], sas, k, 2, c_f, "d", mode, zeta=zeta,
+        return ck.ck_plan(recs, ["age", "sex"], sas, k, 2, c_f, "d", mode, zeta=zeta, c_f_excess="allow",
                           kinds=["numeric", "categorical"], seed=seed)
     fast = plan()
     assert any(e[0] == "dissolve" for e in fast.events) and any(e[0] == "swap" for e in fast.events)
@@ -858,7 +903,7 @@ def test_refinement_forgetting_old_signatures_changes_nothing(monkeypatch):
     sas = ["d", "s1", "s2", "s3", "s4"]
 
     def plan():
-        return ck.ck_plan(recs, ["age", "sex"], sas, 2, 2, 2, "d", "strict", zeta=("s4",),
+        return ck.ck_plan(recs, ["age", "sex"], sas, 2, 2, 2, "d", "strict", zeta=("s4",), c_f_excess="allow",
                           kinds=["numeric", "categorical"])
     base = plan()
     with monkeypatch.context() as m:

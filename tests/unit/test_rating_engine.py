@@ -140,6 +140,21 @@ def test_seeded_random_rules_are_reproducible_and_still_valid():
     check_release(a, COLUMNS, SC)
 
 
+def test_seeded_release_deals_each_value_at_random():
+    """R2 / issue 11: without a seed a value's tuples meet its groups first-in-first-out (group j
+    holds the j-th 'a' and the j-th 'b'); with one, each value is dealt in a seeded random order,
+    so tuple order says nothing about the group, and the same seed gives the same release."""
+    cols = [["a", "b"] * 20]
+    fifo = rt.rating(cols, [2], order="creation")
+    assert tuples_by_group(fifo, 0) == [{2 * j + 1, 2 * j + 2} for j in range(20)]
+    a = rt.rating(cols, [2], order="creation", tie="random", residue="random", seed=3)
+    groups_of_a = [a.group[0][t] for t in range(0, 40, 2)]   # the groups of the 'a' tuples, in tuple order
+    assert groups_of_a != sorted(groups_of_a)
+    assert rt.rating(cols, [2], order="creation", tie="random", residue="random", seed=3).group == a.group
+    assert rt.rating(cols, [2], order="creation", tie="random", residue="random", seed=4).group != a.group
+    check_release(a, cols, [2])
+
+
 def test_plan_attributes_works_on_counts_alone():
     """The database path: value counts per attribute in first-appearance order -> plans; SC 1
     gives no plan (published ungrouped, A17)."""

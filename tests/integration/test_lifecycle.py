@@ -1,0 +1,139 @@
+"""Candidate -> current (issue 11, finding 8): a publish is invisible to analysts until promote;
+promote switches the views in one step and only when the dataset's policy holds; going back is
+a promote; nothing a refused promote touches changes."""
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from helpers import create_table1, declare_table1, publish, relation
+
+
+def _reader(conn, query, args=None):
+    conn.execute("SET ROLE pganon_reader")
+    try:
+        return conn.execute(query, args).fetchall()
+    finally:
+        conn.execute("RESET ROLE")
+
+
+def _view(conn, ds, which="gt"):
+    return sql.Identifier("pganon_release", f"{ds}_{which}")
+
+
+def _status(conn, rid):
+    return conn.execute("SELECT status FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+
+
+@pytest.fixture
+def ds(conn, name):
+    create_table1(conn, name)
+    declare_table1(conn, name, name)
+    conn.execute("SELECT pganon.set_policy(%s, '{\"published_share\": 0}')", (name,))
+    return name
+
+
+def test_a_candidate_is_invisible_to_the_reader_and_promote_switches_the_views(conn, ds):
+    first = publish(conn, ds, "mondrian", k=3)
+    assert _status(conn, first) == "candidate"
+    assert conn.execute("SELECT to_regclass(%s)", (f"pganon_release.{ds}_gt",)).fetchone()[0] is None
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):   # nor through the release tables
+        _reader(conn, sql.SQL("SELECT * FROM {}").format(sql.SQL(relation(conn, first))))
+    conn.execute("SELECT pganon.promote(%s)", (first,))
+    assert _status(conn, first) == "current"
+    shown = _reader(conn, sql.SQL("SELECT * FROM {}").format(_view(conn, ds)))
+    assert len(shown) == 9
+    promise = _reader(conn, sql.SQL("SELECT method, model, promise FROM {}").format(_view(conn, ds, "promise")))
+    assert promise[0][:2] == ("mondrian", "k_anonymity") and promise[0][2]["k"] == 3
+    assert "seed" not in promise[0][2] and "numbering_seed" not in promise[0][2]
+
+    second = publish(conn, ds, "mmdcf_mslf", min_group=1)          # other columns: a GT/ST release
+    assert _reader(conn, sql.SQL("SELECT * FROM {}").format(_view(conn, ds))) == shown   # unchanged
+    assert conn.execute("SELECT to_regclass(%s)", (f"pganon_release.{ds}_st",)).fetchone()[0] is None
+    conn.execute("SELECT pganon.promote(%s)", (second,))
+    assert [_status(conn, first), _status(conn, second)] == ["superseded", "current"]
+    assert sum(r[-1] for r in _reader(conn, sql.SQL("SELECT * FROM {}").format(_view(conn, ds, "st")))) == 9
+    rows = conn.execute("SELECT id, is_current FROM pganon.releases WHERE dataset = %s ORDER BY id", (ds,)).fetchall()
+    assert rows == [(first, False), (second, True)]
+
+    conn.execute("SELECT pganon.promote(%s)", (first,))                    # going back is a promote
+    assert [_status(conn, first), _status(conn, second)] == ["current", "superseded"]
+    assert sorted(_reader(conn, sql.SQL("SELECT * FROM {}").format(_view(conn, ds)))) == sorted(shown)
+    assert conn.execute("SELECT to_regclass(%s)", (f"pganon_release.{ds}_st",)).fetchone()[0] is None
+
+
+def test_a_refused_promote_changes_nothing_and_names_the_figures(conn, ds):
+    ok = publish(conn, ds, "mondrian", k=3, promote=True)
+    before = sorted(conn.execute(sql.SQL("SELECT * FROM {}").format(_view(conn, ds))).fetchall())
+    conn.execute("SELECT pganon.set_policy(%s, '{\"published_share\": 0, \"prosecutor_risk_max\": 0.4}')", (ds,))
+    weak = publish(conn, ds, "mondrian", k=2)
+    failing = conn.execute("SELECT measure, value, threshold FROM pganon.risk(%s) WHERE NOT passed", (weak,)).fetchall()
+    assert failing == [("prosecutor_risk_max", 0.5, 0.4)]
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute("SELECT pganon.promote(%s)", (weak,))
+    assert exc.value.sqlstate == "PA009"
+    assert "prosecutor_risk_max (records) = 0.5 > threshold 0.4" in exc.value.diag.message_primary
+    assert [_status(conn, ok), _status(conn, weak)] == ["current", "candidate"]
+    assert sorted(conn.execute(sql.SQL("SELECT * FROM {}").format(_view(conn, ds))).fetchall()) == before
+    # the release keeps its own promise: a null policy entry switches the threshold off
+    conn.execute("SELECT pganon.set_policy(%s, '{\"published_share\": 0, \"prosecutor_risk_max\": null}')", (ds,))
+    assert conn.execute("SELECT passed FROM pganon.risk(%s) WHERE measure = 'prosecutor_risk_max'",
+                        (weak,)).fetchone()[0] is None
+    conn.execute("SELECT pganon.promote(%s)", (weak,))
+    assert _status(conn, weak) == "current"
+
+
+def test_publish_with_promote_rolls_back_whole_when_refused(conn, ds):
+    conn.execute("SELECT pganon.set_policy(%s, '{\"published_share\": 0, \"prosecutor_risk_max\": 0.1}')", (ds,))
+    n_rel = conn.execute("SELECT count(*) FROM pganon.release").fetchone()[0]
+    n_tab = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'pganon_data'").fetchone()[0]
+    with pytest.raises(psycopg.Error) as exc:
+        publish(conn, ds, "mondrian", k=2, promote=True)
+    assert exc.value.sqlstate == "PA009"
+    assert conn.execute("SELECT count(*) FROM pganon.release").fetchone()[0] == n_rel
+    assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'pganon_data'").fetchone()[0] == n_tab
+
+
+def test_the_engines_own_numbering_is_a_fixture_option_promote_refuses(conn, ds):
+    rid = publish(conn, ds, "mondrian", k=3, numbering="creation")
+    assert conn.execute("SELECT params->>'numbering' FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0] == "creation"
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute("SELECT pganon.promote(%s)", (rid,))
+    assert exc.value.sqlstate == "PA009" and "numbering" in exc.value.diag.message_primary
+    with pytest.raises(psycopg.Error) as exc:
+        publish(conn, ds, "mondrian", k=3, numbering="sorted")
+    assert exc.value.sqlstate == "PA002"
+    paper = publish(conn, ds, "rating", tie="first", eligibility="suppress")   # Rating's deterministic dealing
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute("SELECT pganon.promote(%s)", (paper,))
+    assert exc.value.sqlstate == "PA009" and "tie = 'first'" in exc.value.diag.message_primary
+
+
+def test_dropping_the_current_release_removes_the_views_without_falling_back(conn, ds):
+    a = publish(conn, ds, "mondrian", k=3, promote=True)
+    b = publish(conn, ds, "mondrian", k=2, promote=True)
+    conn.execute("SELECT pganon.drop_release(%s)", (b,))
+    for which in ("gt", "promise"):
+        assert conn.execute("SELECT to_regclass(%s)", (f"pganon_release.{ds}_{which}",)).fetchone()[0] is None
+    assert _status(conn, a) == "superseded"          # shown again only when the DBA promotes it
+    conn.execute("SELECT pganon.promote(%s)", (a,))
+    assert len(conn.execute(sql.SQL("SELECT * FROM {}").format(_view(conn, ds))).fetchall()) == 9
+
+
+def test_one_current_release_per_dataset_whatever_writes_the_catalog(conn, ds):
+    a = publish(conn, ds, "mondrian", k=3, promote=True)
+    b = publish(conn, ds, "mondrian", k=3)
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("UPDATE pganon.release SET status = 'current' WHERE id = %s", (b,))
+    assert _status(conn, a) == "current"
+
+
+def test_unknown_policy_keys_and_values_are_refused(conn, ds):
+    for bad, state in (('{"k": 3}', "PA002"), ('{"prosecutor_risk_max": 2}', "PA002"),
+                       ('{"published_share": "half"}', "PA002")):
+        with pytest.raises(psycopg.Error) as exc:
+            conn.execute("SELECT pganon.set_policy(%s, %s::jsonb)", (ds, bad))
+        assert exc.value.sqlstate == state
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute("SELECT pganon.set_policy('no such dataset', '{}')")
+    assert exc.value.sqlstate == "PA001"
