@@ -14,7 +14,7 @@ import yaml
 from .errors import PganonError, from_db_error
 
 TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l",
-            "dependencies", "external_factor", "delta", "zeta", "hierarchies", "semantic_rules"}
+            "dependencies", "external_factor", "delta", "zeta", "hierarchies", "semantic_rules", "policy"}
 ATTR_KEYS = {"column", "role", "kind"}
 
 

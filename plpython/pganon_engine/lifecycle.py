@@ -20,7 +20,7 @@ from .errors import EngineError, invalid, unknown
 PROMISE_LAYOUT_KEYS = ("model", "k", "l", "c", "c_f", "mode", "relaxed", "p", "sc", "privacy", "min_group",
                        "level_l", "alpha", "beta", "person", "k_scope", "persons_whole", "delta", "generalized",
                        "semantic")
-PROMISE_PARAM_KEYS = ("mode", "eligibility", "strategy", "metric", "categorical", "coverage")
+PROMISE_PARAM_KEYS = ("mode", "c_f_excess", "eligibility", "strategy", "metric", "categorical", "coverage")
 
 
 # Options kept for the papers' fixtures, (family or None for all, param, value): deterministic

@@ -101,23 +101,26 @@ def _as_number(v, kind):
 
 
 def compare(db, a, b, out):
-    common = [c for c in a.ids if c in b.ids]
-    attrs = [n for n in a.kinds if n in b.kinds and n not in common]
-    if not common:
+    """Every identifier column of one GT joined with every identifier column of the other (a
+    reader may join group ids to class ids as well as tuple numbers to tuple numbers)."""
+    pairs = [(x, y) for x in a.ids for y in b.ids]
+    attrs = [n for n in a.kinds if n in b.kinds and n not in a.ids and n not in b.ids]
+    if not pairs:
         out.info("linkage", f"release {b.id}", None,
-                 f"release {a.id} and release {b.id} publish no identifier column in common")
+                 f"release {a.id} or release {b.id} publishes no identifier column")
         return
     excess_of = {}
-    for column in common:
+    for x, y in pairs:
+        via = x if x == y else f"{x} = {y}"
         ids = [r["v"] for r in db.rows(
-            f"SELECT x.v FROM (SELECT DISTINCT {db.ident(column)}::text AS v FROM {a.gt}) x "
-            f"JOIN (SELECT DISTINCT {db.ident(column)}::text AS v FROM {b.gt}) y USING (v) "
-            f"ORDER BY md5(x.v || ':' || $1) LIMIT {SAMPLE}", [f"{a.id}/{b.id}"], ["text"])]
+            f"SELECT p.v FROM (SELECT DISTINCT {db.ident(x)}::text AS v FROM {a.gt}) p "
+            f"JOIN (SELECT DISTINCT {db.ident(y)}::text AS v FROM {b.gt}) q USING (v) "
+            f"ORDER BY md5(p.v || ':' || $1) LIMIT {SAMPLE}", [f"{a.id}/{b.id}"], ["text"])]
         if len(ids) < 2 or not attrs:
-            out.info("linkage", f"release {b.id} via {column}", None,
-                     f"{len(ids)} shared value(s) of {column}, {len(attrs)} shared attribute(s): nothing to compare")
+            out.info("linkage", f"release {b.id} via {via}", None,
+                     f"{len(ids)} shared value(s), {len(attrs)} shared attribute(s): nothing to compare")
             continue
-        ca, cb = a.cells(column, ids, attrs), b.cells(column, ids, attrs)
+        ca, cb = a.cells(x, ids, attrs), b.cells(y, ids, attrs)
         ids = [i for i in ids if i in ca and i in cb]
         n = len(ids)
         joined = sum(_agree(ca[i], cb[i], attrs) for i in ids) / n
@@ -127,9 +130,9 @@ def compare(db, a, b, out):
         chance = sum(_agree(ca[ids[j]], cb[ids[(j + s) % n]], attrs) for s in shifts for j in range(n)) / (n * len(shifts))
         excess = joined - chance
         promise = max(MIN_EXCESS, 4 * math.sqrt(max(chance * (1 - chance), 1.0 / n) / n))
-        excess_of[column] = (excess, promise)
-        out.add("linkage", f"release {b.id} via {column}", excess,
-                f"joined on {column}, {joined:.4f} of {n} sampled pairs agree on every shared attribute "
+        excess_of[via] = (excess, promise)
+        out.add("linkage", f"release {b.id} via {via}", excess,
+                f"joined on {via}, {joined:.4f} of {n} sampled pairs agree on every shared attribute "
                 f"({', '.join(attrs)}); pairs at random {chance:.4f}", promise=promise)
     if a.lay["family"] == "person" and b.lay["family"] == "person" and "id_num" in excess_of:
         _composed(db, a, b, excess_of["id_num"], out)

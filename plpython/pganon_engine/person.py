@@ -300,8 +300,10 @@ def recorded_params(params, p):
         out.update(k=p["k"], l=p["l"], mode=p["mode"])
     else:
         out.update(model=p["model"], **_floats(p["model_params"]))
+        # the seeds / order the engine used, as parameters its method takes (publishing again with
+        # the recorded parameters gives the same release); the tie rule follows from the seed
         info = p["result"].release_info()
-        out.update(tie_rule=info["tie_rule"], seeds=info["seeds"], order=info["order"])
+        out.update({"seeds": info["seeds"]} if p["method"] == "danonyir" else {"order": info["order"]})
     return out
 
 

@@ -93,7 +93,11 @@ def store(db, release_id, rows, measures=None):
 # --- what a release promises ------------------------------------------------------------------
 
 def promised_k(lay):
-    """The k a release promises for its classes of published QI vectors, or None."""
+    """The size a release promises for its classes of published QI vectors, or None. A 1:M
+    release's k is about sensitive sets (`_fingerprints`); each of its QI classes holds at
+    least l distinct generalized sets, hence l persons."""
+    if lay.get("method") == "one_m_generalization":
+        return int(lay["l"]) if lay.get("l") else None
     if lay["family"] in ("generalized", "linked", "person") and lay.get("k"):
         return int(lay["k"])
     return None
@@ -162,6 +166,20 @@ def identity(db, info, out):
                        f"AS n FROM {gt} GROUP BY {group}) c WHERE n < {int(k)}")["b"]
         out.add("records_below_k", scope, int(below) / total,
                 f"{int(below)} of {total} {scope} in classes below k = {k}", promise=0.0)
+    if lay.get("method") == "one_m_generalization":
+        _fingerprints(db, lay, out)
+
+
+def _fingerprints(db, lay, out):
+    """1:M: an attacker who knows a target's set of sensitive values finds the persons whose
+    published generalized set covers it; every such set is shared by at least k persons."""
+    gt, sa = lay["relations"]["gt"], db.ident(lay["sas"][0])
+    r = db.one(f"SELECT min(n) AS n, count(*) AS sets FROM (SELECT count(DISTINCT id_num) AS n FROM {gt} "
+               f"GROUP BY {sa}) x")
+    if r["n"]:
+        out.add("prosecutor_risk_max", "persons by sensitive set", 1.0 / r["n"],
+                f"{r['sets']} published sensitive sets; the rarest is shared by {r['n']} persons",
+                promise=1.0 / int(lay["k"]))
 
 
 # --- attribute disclosure ---------------------------------------------------------------------
@@ -409,14 +427,12 @@ def _numbering(db, role, relation, column, out):
 
 def _chain(db, lay, out):
     """Rating: the chain attack on AT + IDT (`chain_attack`), per attribute."""
-    try:
-        from . import chain_attack
-    except ImportError:
-        return
+    from . import chain_attack
     rels = lay["relations"]
     attrs = _qi_columns(lay) + list(lay["sas"])
     sc = lay.get("sc") or {}
-    for a, fig in chain_attack.assess(db, rels["gt"], rels["st"], attrs).items():
+    grouped = [a for a in attrs if int(sc.get(a) or 2) > 1]   # SC = 1 publishes a value as it is
+    for a, fig in chain_attack.assess(db, rels["gt"], rels["st"], grouped).items():
         pinned, chance = fig["pinned_share"], fig.get("chance_max", 0.0)
         floor = 1.0 / int(sc[a]) if sc.get(a) else 0.0
         out.add("chain_attack", a, pinned,

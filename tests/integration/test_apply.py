@@ -41,3 +41,23 @@ def test_apply_rejects_unknown_keys(tmp_path):
     path.write_text("dataset: a\nsource: b\nkey_column: id\nattribute: []\n")
     with pytest.raises(PganonError, match="unknown keys"):
         catalog.read_spec(path)
+
+
+def test_apply_sets_the_policy_and_a_bad_policy_leaves_nothing(conn, name, tmp_path):
+    create_table1(conn, name)
+    base = {"dataset": name, "source": name, "key_column": "rid",
+            "attributes": [{"column": "age", "role": "quasi", "kind": "numeric"},
+                           {"column": "disease", "role": "sensitive"}],
+            "security_levels": {"disease": {0: ["Flu"], 1: ["Pneumonia", "Gastritis"], 2: ["HIV", "Cancer"]}}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(dict(base, policy={"prosecutor_risk_max": 0.1, "published_share": None})))
+    assert catalog.apply(conn, path)["policy"] == {"prosecutor_risk_max": 0.1, "published_share": None}
+    assert catalog.policy(conn, name) == {"prosecutor_risk_max": 0.1, "published_share": None}
+    path.write_text(json.dumps(dict(base, policy={"k": 5})))
+    with pytest.raises(PganonError) as err:
+        catalog.apply(conn, path)
+    assert err.value.sqlstate == "PA002" and "unknown policy key" in str(err.value)
+    assert catalog.policy(conn, name) == {"prosecutor_risk_max": 0.1, "published_share": None}   # unchanged
+    path.write_text(json.dumps(base))                         # no policy key: back to the promises
+    catalog.apply(conn, path)
+    assert catalog.policy(conn, name) == {}

@@ -89,6 +89,16 @@ def test_relaxation_asked_for_is_recorded_true_and_verified(conn, name):
     for (b, _), n in pairs.items():
         sizes[b] += n
     assert bound["occ"] is not None and max(n / sizes[b] for (b, _), n in pairs.items()) <= bound["occ"]
+    # analysts read the relaxation in the promise of the current release, next to the data
+    conn.execute("SELECT pganon.set_policy(%s, '{\"published_share\": 0}')", (name,))
+    conn.execute("SELECT pganon.promote(%s)", (rid,))
+    conn.execute("SET ROLE pganon_reader")
+    try:
+        promise = conn.execute(f'SELECT promise FROM pganon_release."{name}_promise"').fetchone()[0]
+    finally:
+        conn.execute("RESET ROLE")
+    assert promise["relaxed"]["records_over_c_f"] == figures["records_over_c_f"]
+    assert promise["mode"] == "relax" and promise["c_f_excess"] == "allow" and promise["c_f"] == 1
 
 
 @pytest.mark.parametrize("change", [

@@ -137,3 +137,23 @@ def test_unknown_policy_keys_and_values_are_refused(conn, ds):
     with pytest.raises(psycopg.Error) as exc:
         conn.execute("SELECT pganon.set_policy('no such dataset', '{}')")
     assert exc.value.sqlstate == "PA001"
+
+
+ROW_METHODS = {"mbf": {}, "msdcf": {}, "mmdcf": {}, "mbf_mslf": {}, "msdcf_mslf": {}, "mmdcf_mslf": {},
+               "anatomy": {"l": 2}, "ck_anonymization": {"k": 2}, "pk_angelization": {"k": 2}, "rating": {}}
+
+
+@pytest.mark.parametrize("method", sorted(ROW_METHODS))
+def test_a_person_column_refuses_the_methods_that_count_rows(conn, name, method):
+    """Finding 3: these methods group rows, not persons; with a person column declared they are
+    refused before any work, naming the methods that protect persons."""
+    create_table1(conn, name)
+    declare_table1(conn, name, name)
+    conn.execute("UPDATE pganon.dataset SET person_column = 'name' WHERE name = %s", (name,))
+    n_rel = conn.execute("SELECT count(*) FROM pganon.release").fetchone()[0]
+    with pytest.raises(psycopg.Error) as exc:
+        publish(conn, name, method, **ROW_METHODS[method])
+    assert exc.value.sqlstate == "PA003"
+    assert 'person column "name"' in exc.value.diag.message_primary
+    assert "mondrian" in exc.value.diag.message_hint and "danonyir" in exc.value.diag.message_hint
+    assert conn.execute("SELECT count(*) FROM pganon.release").fetchone()[0] == n_rel
