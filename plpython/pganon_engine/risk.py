@@ -208,22 +208,34 @@ def _promise_bucketization(ds, lay):
     return {None: 1.0 / int(lay["l"])} if lay.get("l") else {None: None}
 
 
-def _value_shares(db, values, sizes=None, level_join=""):
+SIZES = "pg_temp._pganon_risk_sizes"
+
+
+def _class_sizes(db, query):
+    """The classes' sizes (cls, n) once per release, for every attribute's figures."""
+    db.run(f"DROP TABLE IF EXISTS {SIZES}")
+    db.run(f"CREATE TEMP TABLE _pganon_risk_sizes ON COMMIT DROP AS {query}")
+    db.run(f"ANALYZE {SIZES}")
+    return SIZES
+
+
+def _value_shares(db, values, sizes, level_join=""):
     """What a class (a group, a class of QI vectors, a Rating group) tells about one attribute.
     `values` selects (cls, v, c): how many records (or persons) of class cls hold value v;
-    `sizes` (cls, n) the class sizes when they are not the sum of c (a person holding several
-    values counts once). Returns the rows per security level (when `level_join` joins one as
-    lv.level) with the largest share mx, the sum s of c * c / n and the count cnt, and the
-    baseline with no release: the most common value's share and the mean confidence."""
-    sizes = sizes or "SELECT cls, sum(c) AS n FROM v GROUP BY 1"
+    `sizes` is a relation or subquery (cls, n) of the class sizes (not always the sum of c: a
+    person holding several values counts once). Returns the rows per security level (when
+    `level_join` joins one as lv.level on v.v) with the largest share mx, the sum s of c * c / n
+    and the count cnt, and the baseline with no release: the most common value's share and the
+    mean confidence. One statement: v is computed once."""
     level = "lv.level" if level_join else "NULL::int"
-    rows = db.rows(f"WITH v AS ({values}), g AS ({sizes}) SELECT {level} AS level, max(v.c / g.n) AS mx, "
-                   f"sum(v.c * v.c / g.n) AS s, sum(v.c) AS cnt FROM v JOIN g USING (cls) {level_join} "
-                   f"GROUP BY 1 ORDER BY 1")
-    base = db.one(f"WITH v AS ({values}), g AS ({sizes}), t AS (SELECT v, sum(c) AS c FROM v GROUP BY 1) "
-                  f"SELECT max(c) / (SELECT sum(n) FROM g) AS mx, sum(c * c) / ((SELECT sum(n) FROM g) * sum(c)) AS s "
-                  f"FROM t")
-    return rows, (base["mx"], base["s"])
+    rows = db.rows(f"WITH v AS MATERIALIZED ({values}), t AS (SELECT v, sum(c) AS c FROM v GROUP BY 1), "
+                   f"total AS (SELECT sum(n) AS n FROM {sizes} g), "
+                   f"b AS (SELECT max(c) / (SELECT n FROM total) AS bmx, "
+                   f"             sum(c * c) / ((SELECT n FROM total) * sum(c)) AS bs FROM t) "
+                   f"SELECT {level} AS level, max(v.c / g.n) AS mx, sum(v.c * v.c / g.n) AS s, sum(v.c) AS cnt, "
+                   f"       (SELECT bmx FROM b) AS bmx, (SELECT bs FROM b) AS bs "
+                   f"FROM v JOIN {sizes} g USING (cls) {level_join} GROUP BY 1 ORDER BY 1")
+    return rows, ((rows[0]["bmx"], rows[0]["bs"]) if rows else (None, None))
 
 
 def _confidence_rows(out, sa, rows, baseline, promise, unit="records"):
@@ -253,13 +265,14 @@ def _attribute_bucketization(db, ds, lay, out):
     I, st = db.ident, lay["relations"]["st"]
     promise = _promise_bucketization(ds, lay)
     lsl = lay.get("model") == "lsl"
+    sizes = _class_sizes(db, f"SELECT group_id AS cls, sum(count)::float8 AS n FROM {st} GROUP BY 1")
     for sa in lay["sas"]:
         level = ""
         if lsl:
             level = (f"LEFT JOIN pganon.security_level lv ON lv.dataset_id = {int(ds.id)} "
                      f"AND lv.column_name = {db.literal(sa)} AND lv.value = v.v")
-        rows, base = _value_shares(db, f"SELECT group_id AS cls, {I(sa)}::text AS v, sum(count)::float8 AS c "
-                                       f"FROM {st} GROUP BY 1, 2", level_join=level)
+        rows, base = _value_shares(db, f"SELECT cls, x::text AS v, c FROM (SELECT group_id AS cls, {I(sa)} AS x, "
+                                       f"sum(count)::float8 AS c FROM {st} GROUP BY 1, 2) a", sizes, level_join=level)
         _confidence_rows(out, sa, rows, base, promise)
     _vector_bucketization(db, lay, out)
 
@@ -269,7 +282,10 @@ def _vector_bucketization(db, lay, out):
     by its QIs is narrowed to its group's vectors. Anatomy promises 1/l on the vector; L_sl and
     the baselines with min_group m >= 2 promise 1/m (no group publishes one person's vector)."""
     st, sas = lay["relations"]["st"], ", ".join(db.ident(s) for s in lay["sas"])
-    r = db.one(f"WITH v AS (SELECT group_id, {sas}, sum(count)::float8 AS c FROM {st} GROUP BY group_id, {sas}), "
+    # vectors grouped by a 64-bit hash of the row: a collision only merges two vectors, which can
+    # only raise the figure
+    r = db.one(f"WITH v AS (SELECT group_id, sum(count)::float8 AS c FROM {st} "
+               f"GROUP BY group_id, hash_record_extended(ROW({sas}), 0)), "
                f"g AS (SELECT group_id, sum(c) AS n FROM v GROUP BY 1) "
                f"SELECT max(v.c / g.n) AS mx, sum(v.c * v.c / g.n) / sum(v.c) AS mean, "
                f"count(*) FILTER (WHERE v.c = g.n) AS whole FROM v JOIN g USING (group_id)")
@@ -292,17 +308,21 @@ def _attribute_record_gt(db, lay, out):
     generalized SA set counts each of its values)."""
     I, gt = db.ident, lay["relations"]["gt"]
     qcols = _qi_columns(lay)
-    cls = f"ROW({', '.join(map(I, qcols))})::text" if qcols else "''"
+    # a class is a published QI vector, keyed by a 64-bit hash of it (two classes merged by a
+    # collision, about 1e-8 at a million classes, would only blur one figure)
+    cls = f"hash_record_extended(ROW({', '.join(map(I, qcols))}), 0)" if qcols else "0::int8"
     persons = lay["family"] == "person"
+    who = "count(DISTINCT id_num)" if persons else "count(*)"
+    sizes = _class_sizes(db, f"SELECT {cls} AS cls, {who}::float8 AS n FROM {gt} GROUP BY 1")
     promise = _promise_record_gt(lay)
     for sa in lay["sas"]:
         if lay.get("gt_rows") == "person":   # one_m: a text[] of generalized values per person
-            src = f"SELECT {cls} AS cls, id_num AS who, x AS v FROM {gt}, unnest({I(sa)}) AS x"
+            values = (f"SELECT cls, v, count(DISTINCT id_num)::float8 AS c FROM (SELECT {cls} AS cls, id_num, x AS v "
+                      f"FROM {gt}, unnest({I(sa)}) AS x) s GROUP BY 1, 2")
         else:
-            src = f"SELECT {cls} AS cls, {'id_num' if persons else 'NULL::int'} AS who, {I(sa)}::text AS v FROM {gt}"
-        who = "count(DISTINCT who)" if persons else "count(*)"
-        rows, base = _value_shares(db, f"SELECT cls, v, {who}::float8 AS c FROM ({src}) s GROUP BY 1, 2",
-                                   sizes=f"SELECT cls, {who}::float8 AS n FROM ({src}) s GROUP BY 1")
+            values = (f"SELECT cls, x::text AS v, c FROM (SELECT {cls} AS cls, {I(sa)} AS x, {who}::float8 AS c "
+                      f"FROM {gt} GROUP BY 1, 2) a")
+        rows, base = _value_shares(db, values, sizes)
         _confidence_rows(out, sa, rows, base, {None: promise}, "persons" if persons else "records")
 
 
@@ -340,8 +360,8 @@ def _attribute_rating(db, lay, out):
     idt = lay["relations"]["st"]
     sc = lay.get("sc") or {}
     for a in _qi_columns(lay) + list(lay["sas"]):
-        rows, base = _value_shares(db, f"SELECT group_id AS cls, value AS v, count::float8 AS c FROM {idt} "
-                                       f"WHERE attribute = {db.literal(a)}")
+        values = f"SELECT group_id AS cls, value AS v, count::float8 AS c FROM {idt} WHERE attribute = {db.literal(a)}"
+        rows, base = _value_shares(db, values, f"(SELECT cls, sum(c) AS n FROM ({values}) x GROUP BY 1)")
         _confidence_rows(out, a, rows, base, {None: 1.0 / int(sc[a]) if sc.get(a) else None})
 
 
