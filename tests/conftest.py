@@ -22,10 +22,13 @@ def _with_db(dsn: str, dbname: str) -> str:
 
 @pytest.fixture(scope="session")
 def server_dsn() -> str:
-    """A superuser DSN to a maintenance database of the test server."""
+    """A superuser DSN to a maintenance database of the test server. The embedded server starts in
+    fast mode (fsync, synchronous_commit, full_page_writes off: tests only, may lose the last
+    transactions on a crash); PGANON_SERVER_FAST=0 runs the suite on a durable server."""
     if os.environ.get("PGANON_TEST_DSN"):
         return os.environ["PGANON_TEST_DSN"]
     from pganon import server
+    os.environ.setdefault(server.FAST_ENV, "1")
     return server.start()
 
 
