@@ -84,7 +84,7 @@ def cmd_install(args):
 
 
 def cmd_uninstall(args):
-    print(_kv(install.uninstall(args.dsn)))
+    print(_kv(install.uninstall(args.dsn, cascade=args.cascade)))
 
 
 def cmd_status(args):
@@ -394,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
                            ("uninstall", cmd_uninstall, "remove every pganon object from the database"),
                            ("status", cmd_status, "what is installed")]:
         sub.add_parser(name, parents=[common], help=text).set_defaults(fn=fn)
+    sub.choices["uninstall"].add_argument(
+        "--cascade", action="store_true",
+        help="also drop objects outside pganon that depend on it (users' views on release views ...)")
 
     s = sub.add_parser("register", parents=[common], help="declare a dataset")
     s.add_argument("name"); s.add_argument("source"); s.add_argument("key")

@@ -16,6 +16,8 @@
 --   PA004 bad data            PA005 unsatisfiable        PA006 verification failed
 --   PA007 engine mismatch     PA008 dependent objects block the operation
 --   PA009 promote refused: the release breaks the dataset's policy
+--   PA010 install/uninstall refused: an object not made by pganon could capture what they run
+--   PA011 busy: a publish, promote or drop_release waited its bounded lock_timeout (holders named)
 
 CREATE OR REPLACE FUNCTION pganon.version() RETURNS text
 LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
