@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import yaml
 
+from .connection import resolve_relation
 from .errors import PganonError, from_db_error
 
 TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l",
@@ -32,7 +33,7 @@ def _call(conn: psycopg.Connection, query: str, args: tuple):
 def register_dataset(conn, name: str, source: str, key_column: str, person_column: str | None = None) -> int:
     try:
         return _call(conn, "SELECT pganon.register_dataset(%s, %s::regclass, %s, %s)",
-                     (name, source, key_column, person_column))[0][0]
+                     (name, resolve_relation(conn, source), key_column, person_column))[0][0]
     except psycopg.errors.UndefinedTable:
         raise PganonError(f'table "{source}" does not exist', sqlstate="PA001",
                           hint="create or load it first (e.g. `pganon dataset load adult`)") from None
@@ -131,7 +132,7 @@ def hierarchies(conn, dataset: str | None = None) -> list[tuple]:
 def check(conn, relation: str, qis: list[str], sas: list[str], model: str, params: dict | None = None) -> dict:
     """pganon.check: the achieved value of a privacy model on any table or view."""
     return _call(conn, "SELECT pganon.check(%s::regclass, %s, %s, %s, %s::jsonb)",
-                 (relation, qis, sas, model, json.dumps(params or {})))[0][0]
+                 (resolve_relation(conn, relation), qis, sas, model, json.dumps(params or {})))[0][0]
 
 
 def _apply_hierarchies(conn, name: str, entries, base: Path) -> int:

@@ -111,8 +111,8 @@ def dataset_info(conn, dataset: str) -> dict:
                        (dataset,)).fetchone()
     from psycopg import sql
     qis, sas = [c for c, r, _ in rows if r == "quasi"], [c for c, r, _ in rows if r == "sensitive"]
-    n = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.SQL(src[0]))).fetchone()[0]
-    top = {c: conn.execute(sql.SQL("SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM {} GROUP BY {}) x")
+    n = conn.execute(sql.SQL("SELECT pg_catalog.count(*) FROM {}").format(sql.SQL(src[0]))).fetchone()[0]
+    top = {c: conn.execute(sql.SQL("SELECT coalesce(pg_catalog.max(n), 0) FROM (SELECT pg_catalog.count(*) AS n FROM {} GROUP BY {}) x")
                            .format(sql.SQL(src[0]), sql.Identifier(c))).fetchone()[0] for c in qis + sas}
     return {"dataset": dataset, "source": src[0], "key": src[1], "person": src[2], "rows": n,
             "qis": qis, "sas": sas, "top": top}

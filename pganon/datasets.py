@@ -59,6 +59,7 @@ from typing import Callable, NamedTuple, Sequence, Union
 import psycopg
 from psycopg import sql
 
+from .connection import creation_schema, resolve_relation
 from .errors import PganonError
 
 __all__ = [
@@ -725,7 +726,7 @@ def _parse_name(cur, table: TableName) -> list[str]:
         # Wrap it in a savepoint so the error can be turned into a DatasetError cleanly.
         try:
             with cur.connection.transaction():
-                cur.execute("SELECT parse_ident(%s)", (table,))
+                cur.execute("SELECT pg_catalog.parse_ident(%s::pg_catalog.text)", (table,))
                 parts = cur.fetchone()[0]
         except psycopg.errors.InvalidParameterValue as e:
             raise DatasetError(
@@ -756,8 +757,7 @@ def _target(cur, table: TableName) -> _Rel:
     """Where a new table called ``table`` would be created (schema must exist)."""
     parts = _parse_name(cur, table)
     if len(parts) == 1:
-        cur.execute("SELECT current_schema()")
-        schema = cur.fetchone()[0]
+        schema = creation_schema(cur.connection)  # the user's current_schema, under their own search_path
         if schema is None:
             raise DatasetError(
                 f"no existing schema on search_path to create {parts[0]!r} in",
@@ -777,8 +777,8 @@ def _existing(cur, table: TableName) -> _Rel | None:
     if len(parts) == 1:
         cur.execute(
             "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
-            "ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)",
-            (sql.Identifier(parts[0]).as_string(cur.connection),))
+            "ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass(%s::pg_catalog.text)",
+            (resolve_relation(cur.connection, sql.Identifier(parts[0]).as_string(cur.connection)),))
     else:
         cur.execute(
             "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
@@ -1015,7 +1015,7 @@ def make_synthetic_adult(conn: psycopg.Connection, table: TableName = "adult_syn
             raise DatasetError(
                 f"the synthetic table cannot replace its own source {src.display(conn)}",
                 sqlstate="PA002", hint="choose another table name")
-        cur.execute(sql.SQL("SELECT count(*) FROM {}").format(src.ident))
+        cur.execute(sql.SQL("SELECT pg_catalog.count(*) FROM {}").format(src.ident))
         n_src = cur.fetchone()[0]
         if n_src == 0:
             raise DatasetError(f"source {src.display(conn)} is empty", sqlstate="PA004",
@@ -1029,7 +1029,7 @@ def make_synthetic_adult(conn: psycopg.Connection, table: TableName = "adult_syn
         tmp = sql.Identifier("pg_temp", "_pganon_synthetic_source")
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(tmp))
         cur.execute(sql.SQL(
-            "CREATE TEMP TABLE {tmp} AS SELECT (row_number() OVER (ORDER BY {id}) - 1)::integer "
+            "CREATE TEMP TABLE {tmp} AS SELECT (pg_catalog.row_number() OVER (ORDER BY {id}) - 1)::integer "
             "AS pos, {rest} FROM {src}").format(
                 tmp=tmp, id=sql.Identifier("id"), src=src.ident,
                 rest=sql.SQL(", ").join(map(sql.Identifier, rest))))
@@ -1038,9 +1038,9 @@ def make_synthetic_adult(conn: psycopg.Connection, table: TableName = "adult_syn
         cur.execute(sql.SQL(
             "INSERT INTO {dst} ({cols}) "
             "SELECT g.i, {scols} "
-            "FROM generate_series(1, {rows}) AS g(i) "
+            "FROM pg_catalog.generate_series(1, {rows}) AS g(i) "
             "JOIN {tmp} AS s "
-            "  ON s.pos = ((hashint4extended(g.i, {seed}::bigint) & 9223372036854775807) "
+            "  ON s.pos = ((pg_catalog.hashint4extended(g.i, {seed}::bigint) & 9223372036854775807) "
             "              % {n}::bigint)::integer"
         ).format(
             dst=rel.ident,
@@ -1260,11 +1260,11 @@ def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs
                 f"the synthetic table cannot replace its own source {src.display(conn)}",
                 sqlstate="PA002", hint="choose another table name")
         cur.execute(sql.SQL(
-            "SELECT count(*), array(SELECT DISTINCT coalesce(quote_literal(x.sex), 'NULL') "
+            "SELECT pg_catalog.count(*), array(SELECT DISTINCT coalesce(pg_catalog.quote_literal(x.sex), 'NULL') "
             "FROM {src} x WHERE x.sex IS DISTINCT FROM 'Female' AND x.sex IS DISTINCT FROM "
-            "'Male' ORDER BY 1 LIMIT 5), array_remove(array[{nulls}], NULL) FROM {src} s"
+            "'Male' ORDER BY 1 LIMIT 5), pg_catalog.array_remove(array[{nulls}], NULL) FROM {src} s"
         ).format(src=src.ident, nulls=sql.SQL(", ").join(
-            sql.SQL("CASE WHEN bool_or({c} IS NULL) THEN {n} END").format(
+            sql.SQL("CASE WHEN pg_catalog.bool_or({c} IS NULL) THEN {n} END").format(
                 c=sql.Identifier("s", c), n=sql.Literal(c)) for c in INFORMS_ADULT_COLUMNS)))
         n_src, odd_sexes, null_columns = cur.fetchone()
         if n_src == 0:
@@ -1286,7 +1286,7 @@ def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs
         for t in (tmp_src, tmp_code, tmp_person):
             cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(t))
         cur.execute(sql.SQL(
-            "CREATE TEMP TABLE {tmp} AS SELECT (row_number() OVER (ORDER BY {id}) - 1)::integer "
+            "CREATE TEMP TABLE {tmp} AS SELECT (pg_catalog.row_number() OVER (ORDER BY {id}) - 1)::integer "
             "AS pos, {cols} FROM {src}").format(
                 tmp=tmp_src, id=sql.Identifier("id"), src=src.ident,
                 cols=sql.SQL(", ").join(map(sql.Identifier, INFORMS_ADULT_COLUMNS))))
@@ -1294,30 +1294,30 @@ def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs
         cur.execute(sql.SQL("ANALYZE {} (pos)").format(tmp_src))
         cur.execute(sql.SQL(
             "CREATE TEMP TABLE {tmp} AS SELECT (x.o - 1)::integer AS idx, x.code "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS x(code, o)").format(tmp=tmp_code),
+            "FROM pg_catalog.unnest(%s::text[]) WITH ORDINALITY AS x(code, o)").format(tmp=tmp_code),
             ([d.code for d in diagnoses],))
         cur.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (idx)").format(tmp_code))
         cur.execute(sql.SQL("ANALYZE {}").format(tmp_code))
         # Key of the j-th choice of person p: p * 4096 + j; 2 * INFORMS_MAX_RECORDS + 8 draws
         # from j = 16 stay below 4096.
-        key = lambda j: sql.SQL("hashint8extended((g.p::bigint << 12) | {j}, {seed}::bigint)"
+        key = lambda j: sql.SQL("pg_catalog.hashint8extended((g.p::bigint << 12) | {j}, {seed}::bigint)"
                                 ).format(j=j, seed=sql.Literal(seed))
         cur.execute(sql.SQL(
             "CREATE TEMP TABLE {person} AS "
-            "SELECT q.*, coalesce(sum(cardinality(q.dx)) OVER (ORDER BY q.person_id ROWS "
+            "SELECT q.*, coalesce(pg_catalog.sum(pg_catalog.cardinality(q.dx)) OVER (ORDER BY q.person_id ROWS "
             "       BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::bigint AS base "
             "FROM (SELECT g.p AS person_id, "
-            "             (1 + mod({k_month} & 9223372036854775807, 12))::integer "
+            "             (1 + pg_catalog.mod({k_month} & 9223372036854775807, 12))::integer "
             "             AS birth_month, {scols}, "
             "             ARRAY(SELECT d.c FROM ("
             "                 SELECT j.j, (CASE WHEN s.sex = 'Male' THEN %(male)s::integer[] "
             "                             ELSE %(female)s::integer[] END)"
             "                        [({k_draw} & 65535)::integer + 1] AS c "
-            "                 FROM generate_series(1, 2 * n.n + 8) AS j(j)) AS d "
-            "               GROUP BY d.c ORDER BY min(d.j) LIMIT n.n) AS dx "
-            "      FROM generate_series(1, {persons}) AS g(p) "
+            "                 FROM pg_catalog.generate_series(1, 2 * n.n + 8) AS j(j)) AS d "
+            "               GROUP BY d.c ORDER BY pg_catalog.min(d.j) LIMIT n.n) AS dx "
+            "      FROM pg_catalog.generate_series(1, {persons}) AS g(p) "
             "      JOIN {src} AS s "
-            "        ON s.pos = mod({k_row} & 9223372036854775807, {n_src})::integer "
+            "        ON s.pos = pg_catalog.mod({k_row} & 9223372036854775807, {n_src})::integer "
             "      CROSS JOIN LATERAL (SELECT (%(counts)s::integer[])"
             "                                 [({k_count} & 65535)::integer + 1] AS n) AS n"
             "     ) AS q").format(
@@ -1331,7 +1331,7 @@ def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs
         cur.execute(sql.SQL(
             "INSERT INTO {dst} ({cols}) "
             "SELECT (p.base + u.k)::integer, {pcols}, c.code "
-            "FROM {person} AS p CROSS JOIN LATERAL unnest(p.dx) WITH ORDINALITY AS u(idx, k) "
+            "FROM {person} AS p CROSS JOIN LATERAL pg_catalog.unnest(p.dx) WITH ORDINALITY AS u(idx, k) "
             "JOIN {code} AS c ON c.idx = u.idx").format(
                 dst=rel.ident, person=tmp_person, code=tmp_code,
                 cols=sql.SQL(", ").join(sql.Identifier(c) for c, _ in INFORMS_COLUMNS),

@@ -18,6 +18,9 @@ SQLSTATES = {
     "PA007": "engine version mismatch: reconnect",
     "PA008": "dependent objects block the operation",
     "PA009": "refused: the release breaks the dataset's policy (promote)",
+    "PA010": "refused: an object not made by pganon could capture what install or uninstall runs",
+    "PA011": "busy: waited its bounded lock_timeout for another publish, promote or drop_release of the dataset, "
+             "or for readers of its views (the holders are named)",
 }
 
 

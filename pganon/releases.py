@@ -111,7 +111,7 @@ VIEWS = ("gt", "st", "st_long", "promise")
 
 def views(conn: psycopg.Connection, dataset: str) -> list[str]:
     """The release views analysts can read for a dataset (gt, st, st_long, promise), in that order."""
-    have = [w for w in VIEWS if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (
+    have = [w for w in VIEWS if conn.execute("SELECT pg_catalog.to_regclass(%s::pg_catalog.text) IS NOT NULL", (
         sql.Identifier("pganon_release", f"{dataset}_{w}").as_string(conn),)).fetchone()[0]]
     if not have:
         raise PganonError(f"dataset {dataset!r} has no current release", sqlstate="PA001",

@@ -36,19 +36,41 @@ AS $$
 DECLARE did int;
 BEGIN
   IF name IS NULL OR octet_length(name) NOT BETWEEN 1 AND 55 THEN
-    RAISE EXCEPTION 'dataset name must be 1 to 55 bytes long' USING ERRCODE = 'PA002',
-      HINT = 'release views are named <dataset>_gt ... <dataset>_promise, which must fit in 63 bytes';
+    RAISE EXCEPTION 'dataset name is % bytes long; it must be 1 to 55 bytes', coalesce(octet_length(name), 0)
+      USING ERRCODE = 'PA002',
+      HINT = 'release views are named <dataset>_gt ... <dataset>_promise, which must fit in 63 bytes (UTF-8 '
+             'letters outside ASCII take 2 to 4 bytes each)';
+  END IF;
+  IF starts_with(key_column, '_pganon') OR starts_with(person_column, '_pganon') THEN
+    RAISE EXCEPTION 'column "%" starts with "_pganon", which pganon reserves for its work columns',
+      CASE WHEN starts_with(key_column, '_pganon') THEN key_column ELSE person_column END USING ERRCODE = 'PA002',
+      HINT = 'register a view that renames it (CREATE VIEW v AS SELECT ..., "_pganon..." AS other_name FROM ...)';
   END IF;
   IF (SELECT c.relkind FROM pg_class c WHERE c.oid = source) NOT IN ('r', 'p', 'v', 'm', 'f') THEN
     RAISE EXCEPTION '% is not a table or view', source USING ERRCODE = 'PA002';
   END IF;
+  -- a dataset is declared by a role that can read its source (its owner runs its releases)
+  IF NOT pg_catalog.has_any_column_privilege(current_user, source, 'SELECT') THEN
+    RAISE EXCEPTION 'role % cannot read %', current_user, source USING ERRCODE = 'PA002',
+      HINT = 'register only tables you can SELECT; ask their owner for GRANT SELECT';
+  END IF;
   PERFORM pganon._column_type(source, key_column);
   IF person_column IS NOT NULL THEN PERFORM pganon._column_type(source, person_column); END IF;
-  INSERT INTO pganon.dataset AS d (name, source, key_column, person_column)
-  VALUES (register_dataset.name, source, key_column, person_column)
-  ON CONFLICT ON CONSTRAINT dataset_name_key DO UPDATE
-     SET source = EXCLUDED.source, key_column = EXCLUDED.key_column, person_column = EXCLUDED.person_column
-  RETURNING d.id INTO did;
+  IF NOT pg_catalog.has_column_privilege(current_user, source, key_column, 'SELECT')
+     OR (person_column IS NOT NULL AND NOT pg_catalog.has_column_privilege(current_user, source, person_column, 'SELECT')) THEN
+    RAISE EXCEPTION 'role % cannot read the key or person column of %', current_user, source USING ERRCODE = 'PA002',
+      HINT = 'the key (and person) column must be readable by the role that registers the dataset';
+  END IF;
+  BEGIN
+    INSERT INTO pganon.dataset AS d (name, source, key_column, person_column)
+    VALUES (register_dataset.name, source, key_column, person_column)
+    ON CONFLICT ON CONSTRAINT dataset_name_key DO UPDATE
+       SET source = EXCLUDED.source, key_column = EXCLUDED.key_column, person_column = EXCLUDED.person_column
+    RETURNING d.id INTO did;
+  EXCEPTION WHEN insufficient_privilege THEN   -- row-level security: the name is another role's dataset
+    RAISE EXCEPTION 'dataset name "%" is taken by a dataset you do not manage', register_dataset.name
+      USING ERRCODE = 'PA002', HINT = 'choose another name';
+  END;
   INSERT INTO pganon.level_l (dataset_id, level, l) VALUES (did, 0, 1), (did, 1, 2), (did, 2, 3)
   ON CONFLICT DO NOTHING;
   RETURN did;
@@ -71,6 +93,15 @@ DECLARE
 BEGIN
   SELECT d.source, d.key_column INTO src, keycol FROM pganon.dataset d WHERE d.id = did;
   t := pganon._column_type(src, column_name);
+  IF starts_with(column_name, '_pganon') THEN
+    RAISE EXCEPTION 'column "%" starts with "_pganon", which pganon reserves for its work columns', column_name
+      USING ERRCODE = 'PA002',
+      HINT = 'register a view that renames it (CREATE VIEW v AS SELECT ..., "_pganon..." AS other_name FROM ...)';
+  END IF;
+  IF NOT pg_catalog.has_column_privilege(current_user, src, column_name, 'SELECT') THEN
+    RAISE EXCEPTION 'role % cannot read column "%" of %', current_user, column_name, src USING ERRCODE = 'PA002',
+      HINT = 'declare only columns you can SELECT';
+  END IF;
   IF role IS NULL OR role NOT IN ('identifier', 'quasi', 'sensitive', 'insensitive') THEN
     RAISE EXCEPTION 'unknown role "%" for column "%"', role, column_name USING ERRCODE = 'PA002',
       HINT = 'role is one of identifier, quasi, sensitive, insensitive';
@@ -133,9 +164,17 @@ BEGIN
     RAISE EXCEPTION 'security level % of dataset "%" has no l', level, dataset USING ERRCODE = 'PA003',
       HINT = format('set it first: SELECT pganon.set_level_l(%L, %s, l)', dataset, level);
   END IF;
-  INSERT INTO pganon.security_level (dataset_id, column_name, value, level)
+  -- the key is md5(value) (migration 0007: values of any length); a different value with the
+  -- same md5 is refused, never overwritten
+  INSERT INTO pganon.security_level AS s (dataset_id, column_name, value, level)
   VALUES (did, column_name, value, level)
-  ON CONFLICT (dataset_id, column_name, value) DO UPDATE SET level = EXCLUDED.level;
+  ON CONFLICT (dataset_id, column_name, md5(value)) DO UPDATE SET level = EXCLUDED.level
+   WHERE s.value = EXCLUDED.value;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'another value of column "%" has the same md5 as this one (% bytes), so it cannot get a level',
+      column_name, octet_length(value) USING ERRCODE = 'PA002',
+      HINT = 'publish from a view that changes one of the two values';
+  END IF;
 END $$;
 COMMENT ON FUNCTION pganon.set_security_level(text, text, text, int) IS
   'Give one value of a sensitive attribute its security level (0 = no requirement ... higher = stronger).';

@@ -18,6 +18,9 @@ BEGIN
     RAISE EXCEPTION 'a semantic rule needs a rule_id and a category' USING ERRCODE = 'PA002',
       HINT = 'e.g. pganon.set_semantic_rule(''heart'', ''H1'', ''cp'', ''in'', ''{1,2}'', ''heart disease'')';
   END IF;
+  IF octet_length(rule_id) > 200 THEN
+    RAISE EXCEPTION 'a rule_id is at most 200 bytes (this one has %)', octet_length(rule_id) USING ERRCODE = 'PA002';
+  END IF;
   IF predicate IS NULL OR predicate NOT IN ('in', 'between', '=', '>', '>=', '<', '<=') THEN
     RAISE EXCEPTION 'unknown predicate % for semantic rule %', coalesce(predicate, 'NULL'), rule_id
       USING ERRCODE = 'PA002', HINT = 'predicates: in, between, =, >, >=, <, <=';
@@ -32,12 +35,13 @@ BEGIN
   IF predicate <> 'in' AND predicate <> '=' THEN
     FOREACH v IN ARRAY vals LOOP
       IF v !~ '^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$' THEN
-        RAISE EXCEPTION 'semantic rule %: % compares numbers, and % is not one', rule_id, predicate, quote_literal(v)
+        RAISE EXCEPTION 'semantic rule %: % compares numbers, and % is not one', rule_id, predicate,
+          quote_literal(left(v, 40)) || CASE WHEN length(v) > 40 THEN '…' ELSE '' END
           USING ERRCODE = 'PA002', HINT = 'use predicate ''in'' with a list of values for categories';
       END IF;
     END LOOP;
     IF predicate = 'between' AND vals[1]::numeric > vals[2]::numeric THEN
-      RAISE EXCEPTION 'semantic rule %: between % and % is empty', rule_id, vals[1], vals[2]
+      RAISE EXCEPTION 'semantic rule %: between % and % is empty', rule_id, left(vals[1], 40), left(vals[2], 40)
         USING ERRCODE = 'PA002', HINT = 'give the low bound first';
     END IF;
   END IF;

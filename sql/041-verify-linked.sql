@@ -170,10 +170,10 @@ BEGIN
                    WHERE a.bucket_id IS NULL OR b.bucket_id IS NULL',
                  stl, map, source, keycol,
                  (SELECT string_agg(format('(%L, s.%I::text)', x, x), ', ') FROM jsonb_array_elements_text(lay->'sas') x)) INTO bad;
-  EXECUTE format('SELECT count(*) FROM (SELECT bucket_id, sa, value FROM %1$s) a FULL JOIN (SELECT bucket_id, x.sa, value FROM %2$s,
-                  LATERAL (VALUES %3$s) AS x(sa, vals), unnest(x.vals) AS value) b USING (bucket_id, sa, value)
+  EXECUTE format('SELECT count(*) FROM (SELECT bucket_id, sa, value FROM %1$s) a FULL JOIN (SELECT t.bucket_id, x.sa, u.value
+                  FROM %2$s t, LATERAL (VALUES %3$s) AS x(sa, vals), unnest(x.vals) AS u(value)) b USING (bucket_id, sa, value)
                   WHERE a.bucket_id IS NULL OR b.bucket_id IS NULL', stl, st,
-                 (SELECT string_agg(format('(%L, %I::text[])', x, x), ', ') FROM jsonb_array_elements_text(lay->'sas') x)) INTO bad2;
+                 (SELECT string_agg(format('(%L, t.%I::text[])', x, x), ', ') FROM jsonb_array_elements_text(lay->'sas') x)) INTO bad2;
   "check" := 'st_matches_source'; passed := bad = 0 AND bad2 = 0;
   detail := CASE WHEN passed THEN 'every bucket of the ST lists exactly the distinct sensitive values of its records'
                  ELSE format('%s (bucket, SA, value) mismatch(es) with the source, %s between ST and its long form', bad, bad2) END;

@@ -60,28 +60,55 @@ COMMENT ON FUNCTION pganon.set_policy(text, jsonb) IS
 CREATE OR REPLACE FUNCTION pganon.drop_release(release bigint) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
+-- Drops only the release's own tables, pganon_data.r<id>_<suffix> (pganon._release_relation
+-- refuses a layout naming anything else, before anything is dropped), and, when the release is
+-- current, the dataset's views and the stable tables they read (pganon._hide); a release that is
+-- not current never touches the views. Holds the dataset's lock (pganon._lock_dataset), so it
+-- cannot interleave with a publish or promote of the dataset.
 DECLARE
   r record;
-  rel text;
+  sfx text;
+  rel regclass;
+  rels regclass[] := '{}';
+  own text;
 BEGIN
-  SELECT x.*, d.name INTO r FROM pganon.release x JOIN pganon.dataset d ON d.id = x.dataset_id
-   WHERE x.id = release FOR UPDATE OF d, x;
+  PERFORM pg_catalog.set_config('lock_timeout', pganon._lock_timeout_ms()::text, true);  -- until this returns
+  SELECT x.dataset_id, d.name INTO r FROM pganon.release x JOIN pganon.dataset d ON d.id = x.dataset_id
+   WHERE x.id = release;
+  IF FOUND THEN
+    own := pganon._owner_to_act_as(r.dataset_id);   -- drop with the owner's rights (roles.py)
+    IF own IS NOT NULL THEN
+      EXECUTE format('SET LOCAL ROLE %I', own);
+    END IF;
+    PERFORM pganon._lock_dataset(r.dataset_id, format('drop_release(%s) of dataset %s', release, r.name));
+  END IF;
+  SELECT x.status, x.dataset_id, x.layout INTO r FROM pganon.release x WHERE x.id = release;  -- as of the lock
   IF NOT FOUND OR r.status = 'dropped' THEN
     RAISE EXCEPTION 'release % does not exist or was dropped', release USING ERRCODE = 'PA001',
       HINT = 'list releases with SELECT * FROM pganon.releases';
   END IF;
+  FOR sfx IN SELECT jsonb_object_keys(r.layout->'relations') LOOP
+    rel := pganon._release_relation(release, sfx);
+    IF rel IS NOT NULL THEN
+      rels := rels || rel;
+    END IF;
+  END LOOP;
   UPDATE pganon.release x SET status = 'dropped' WHERE x.id = drop_release.release;
   IF r.status = 'current' THEN
     -- nothing falls back silently: another release is shown only when the DBA promotes it
-    EXECUTE format('DROP VIEW IF EXISTS pganon_release.%I, pganon_release.%I, pganon_release.%I, pganon_release.%I',
-                   r.name || '_gt', r.name || '_st', r.name || '_st_long', r.name || '_promise');
+    PERFORM pganon._hide(r.dataset_id, format('drop_release(%s)', release));
   END IF;
-  FOR rel IN SELECT value FROM jsonb_each_text(r.layout->'relations') LOOP
-    IF to_regclass(rel) IS NOT NULL THEN
-      EXECUTE format('DROP TABLE %s', to_regclass(rel));
-    END IF;
-  END LOOP;
+  BEGIN
+    FOREACH rel IN ARRAY rels LOOP
+      EXECUTE format('DROP TABLE %s', rel);
+    END LOOP;
+  EXCEPTION WHEN lock_not_available THEN
+    RAISE EXCEPTION 'drop_release(%) waited % s for sessions reading % to finish, held by %', release,
+                    round(pganon._lock_timeout_ms() / 1000.0, 1), rel, pganon._lock_holders(ARRAY[rel::oid], r.dataset_id)
+      USING ERRCODE = 'PA011', HINT = 'retry when those transactions have ended';
+  END;
 END $$;
 COMMENT ON FUNCTION pganon.drop_release(bigint) IS
   'Drop a release''s relations. Dropping the current release removes the dataset''s views until '
-  'another release is promoted.';
+  'another release is promoted; dropping any other release leaves the views alone. Waits at most 10 s '
+  '(or the session''s lower lock_timeout) for a publish or promote of the dataset, then fails with PA011.';

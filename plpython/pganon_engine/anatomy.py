@@ -21,6 +21,8 @@ Decisions:
       every group's values with fewer runs but pairs other rows).
 - Y5  A request that would publish nothing is refused (PA005) before the plan: fewer distinct
       SA vectors than l (with eligibility 'suppress' it would suppress every row).
+- Y6  Column names as for every bucketization release (`lsl` B1): a QI or SA named group_id or
+      count, or a key named group_id, count or bucket, is refused at publish (PA002).
 """
 
 from . import anatomize, lsl
@@ -34,7 +36,9 @@ PARAMS = {"l", "d", "sensitive", "tie", "seed", "residue", "eligibility", "order
 def parse_params(method, params, ds):
     P.unknown_params(method, params, PARAMS)
     seed = P.integer(params, "seed", 0)
-    return {"method": method, "sas": P.sensitive_columns(params, ds), "qis": P.quasi_columns(ds),
+    sas, qis = P.sensitive_columns(params, ds), P.quasi_columns(ds)
+    P.refuse_reserved(method, ds, [q["column"] for q in qis] + sas, lsl.RESERVED, lsl.KEY_RESERVED)  # Y6
+    return {"method": method, "sas": sas, "qis": qis,
             "l": P.integer(params, "l", 2, default=2), "seed": seed,
             "tie": P.choice(params, "tie", anatomize.TIES, "random" if seed is not None else "first"),
             "residue": P.choice(params, "residue", anatomize.RESIDUES, "random" if seed is not None else "last"),
@@ -57,7 +61,7 @@ def plan(db, ds, p, sizes):
             raise
         # name the over-frequent SA vector by its values, not by its bucket index
         worst = max(range(len(sizes)), key=lambda b: sizes[b])
-        vec = ", ".join(f"{s}={values[worst][s]}" for s in p["sas"])
+        vec = ", ".join(f"{s}={P.shown(values[worst][s], quote=False)}" for s in p["sas"])
         raise unsatisfiable(f"anatomy with l = {p['l']}: the sensitive vector ({vec}) occurs in {sizes[worst]} of "
                             f"{sum(sizes)} rows, more than n / l = {sum(sizes) / p['l']:.1f}",
                             hint="lower l, or publish with eligibility => 'suppress' to drop the excess") from None

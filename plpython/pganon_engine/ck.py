@@ -1147,6 +1147,7 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
     if c_f_excess not in C_F_EXCESS:
         raise ValueError(f"unknown c_f_excess {c_f_excess!r}; expected 'refuse' or 'allow'")
     delta, zeta = _delta_zeta(delta, zeta, sas)
+    tick = tick or (lambda: None)   # every phase lets a cancel or statement_timeout through
     ids, qrows, srows = _records(records, qis, sas, key)
     n = len(ids)
     if k > n:
@@ -1155,12 +1156,14 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
     rank = [0] * n
     for p, r in enumerate(order):
         rank[r] = p
+    tick()
 
     # SA value codes in first-appearance (T) order: sorting delta codes = first appearance.
     m = len(sas)
     codes, decode = [[0] * n for _ in range(m)], [[] for _ in range(m)]
     enc = [{} for _ in range(m)]
     for r in order:
+        tick()
         for a in range(m):
             v = srows[r][a]
             x = enc[a].get(v)
@@ -1179,12 +1182,16 @@ def ck_plan(records, qis, sas, k, c, c_f, delta, mode="strict", zeta=None, *, ke
     check_reach([(decode[d][x], dcount[x]) for x in range(len(decode[d]))], k, c, c_f,
                 delta=delta, mode=mode, c_f_excess=c_f_excess, zeta=zeta,
                 distinct={s: len(decode[a]) for a, s in enumerate(sas)}, category_of=ctg.of_value)
+    tick()
     group = qi_groups(qrows, k, qi_grouping, kinds, seed) if qis else [1] * n
+    tick()
 
     # CreateFB and the remainder (A6, A7).
     fbs, rest = _create_fbs(order, codes[d], cat, len(ctg), k, c, c_f)
+    tick()
     st = _Fbs(codes, d, rank, frozenset(sas.index(z) for z in zeta), c_f)
     for b, rows in enumerate(fbs, start=1):
+        tick()
         st.add(b, rows)
     ref = _Refiner(st, c_f, ids, tick)
     if rest:

@@ -64,7 +64,7 @@ import numpy as np
 
 from . import ir_metrics, ir_models
 from .errors import bad_data, invalid, unsatisfiable
-from .workload import CATEGORICAL, NUMERIC
+from .workload import CATEGORICAL, NUMERIC, interrupt_point
 
 __all__ = ["IrClass", "IrRelease", "persons_from_records", "danonyir", "nearest_valid", "TOL"]
 
@@ -236,6 +236,8 @@ def _finish(method, model, params, qis, kinds, doms, ids, qrows, sas, groups, gr
     ec = [None] * n
     classes, table = [], []
     for g, members in enumerate(groups, start=1):
+        if not g & 255:
+            interrupt_point()      # the loss of a big release takes seconds of Python (issue 12)
         if group_cells is not None:
             cells = tuple(group_cells[g - 1])
         else:

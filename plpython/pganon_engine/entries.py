@@ -1,5 +1,7 @@
 """The engine entry points reachable through `pganon._engine(entry, arguments jsonb)`.
 
+Every entry that touches a dataset runs with its owner's rights (`roles`).
+
 Each entry takes the database handle and keyword arguments from the jsonb object and returns
 something JSON can carry; one SQL wrapper per public function names its entry here, so adding a
 function never needs another PL/Python wrapper or error-translating PL/pgSQL block.
@@ -12,7 +14,8 @@ from .errors import invalid
 
 def _hierarchy(name):
     def run(db, **kw):
-        from . import hierarchy_store
+        from . import hierarchy_store, roles
+        roles.act_for_dataset(db, kw["dataset"])
         return getattr(hierarchy_store, name)(db, **kw)
     return run
 
@@ -23,17 +26,21 @@ def _check(db, **kw):
 
 
 def _publish(db, **kw):
-    from . import release
+    from . import release, roles
+    roles.act_for_dataset(db, kw["dataset"])
+    roles.check_source(db, kw["dataset"])
     return release.publish(db, **kw)
 
 
 def _promote(db, **kw):
-    from . import lifecycle
+    from . import lifecycle, roles
+    roles.act_for_release(db, kw["release_id"])
     return lifecycle.promote(db, **kw)
 
 
 def _assess(db, release):
-    from . import risk
+    from . import risk, roles
+    roles.act_for_release(db, release)
     risk.assess(db, release)
     return release
 
@@ -44,12 +51,15 @@ def _policy(db, policy):
 
 
 def _compare(db, **kw):
-    from . import comparison
+    from . import comparison, roles
+    if isinstance(kw.get("releases"), list):
+        roles.act_for_releases(db, [int(r) for r in kw["releases"]])
     return comparison.compare(db, **kw)
 
 
 def _audit(db, **kw):
-    from . import audit
+    from . import audit, roles
+    roles.act_for_release(db, kw["release"])
     return audit.audit_release(db, **kw)
 
 
@@ -72,4 +82,6 @@ def run(db, entry, arguments):
     if fn is None:
         raise invalid(f"unknown engine entry {entry!r}")
     kwargs = json.loads(arguments) if isinstance(arguments, str) else (arguments or {})
-    return json.dumps(fn(db, **kwargs))
+    from .workload import ticking
+    with ticking(db.interruptible()):   # every entry's long loops let a cancel through
+        return json.dumps(fn(db, **kwargs))

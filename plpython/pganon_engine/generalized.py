@@ -50,6 +50,9 @@ Decisions (persons: DESIGN "Persons, not rows"):
       can be more diverse than the table), t outside (0, 1] for the equal distance (total
       variation) or (0, 2] for l1 (twice it), alpha outside (0, 1] (PA002).
 - R4  Without a person column nothing changes: the same plan and release as before persons.
+- R5  Column names (issue 12): a QI, SA, key, person or identifier column named class_id (the
+      GT's and the map's own column) is refused at publish with PA002 (`params.refuse_reserved`);
+      any other name publishes.
 """
 
 import json
@@ -71,6 +74,9 @@ SNAP = lsl.SNAP
 PRIVACY = {"l_diversity": ("l",), "entropy_l_diversity": ("l",), "alpha_k_anonymity": ("alpha",),
            "t_closeness": ("t",)}
 CLASSES = "pg_temp._pganon_classes"
+# The release format's own column (GT: class_id, QI cells, SAs; the map: key, class_id): a QI,
+# SA, key, person or identifier column of that name is refused at publish (R5).
+RESERVED = ("class_id",)
 # Mondrian cuts partitions above this many rows in SQL and finishes smaller ones in memory, one at
 # a time (`mondrian_sql`); 0 = all in memory.  Internal parameter sql_threshold.
 SQL_THRESHOLD = 100_000
@@ -85,6 +91,7 @@ def parse_params(method, params, ds):
     p = {"method": method, "kind": kind, "sas": P.sensitive_columns(params, ds), "qis": P.quasi_columns(ds),
          "k": k, "seed": P.integer(params, "seed", 0), "limit": P.integer(params, "limit", 1),
          "workload": P.workload(params), "person": ds.person or None}
+    P.refuse_reserved(method, ds, [q["column"] for q in p["qis"]] + p["sas"], RESERVED, RESERVED)
     if p["person"] and p["person"] in {ds.key} | {q["column"] for q in p["qis"]} | set(p["sas"]):
         raise invalid(f'the person column "{ds.person}" is also the key, a QI or a published SA of dataset {ds.name}',
                       hint="the person column must be a column of its own")
@@ -223,7 +230,8 @@ def _hierarchies(db, ds, p):
     for c, h in out.items():
         missing = h.missing([r["v"] for r in db.rows(f"SELECT DISTINCT {db.ident(c)}::text AS v FROM {SNAP}")])
         if missing:
-            raise invalid(f'{len(missing)} value(s) of "{c}" are not leaves of its hierarchy, e.g. {missing[0]!r}',
+            raise invalid(f'{len(missing)} value(s) of "{c}" are not leaves of its hierarchy: '
+                          f'{P.shown_values(sorted(missing))}',
                           hint="declare the hierarchy again: pganon.set_hierarchy / pganon.build_hierarchy")
     return out
 

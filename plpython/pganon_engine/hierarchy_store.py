@@ -9,9 +9,12 @@ import json
 
 from . import hierarchy, hierarchy_build
 from .errors import bad_data, incomplete, invalid, unknown
+from .params import shown_values
 
 BUILDERS = ("intervals", "dates", "redaction")
-_SHOWN = 10  # missing values listed in an error
+# Node labels are keys of pganon.hierarchy_node's btree index, whose entries cannot exceed about
+# 2.7 kB: a longer label is refused up front rather than failing in the index.
+MAX_LABEL_BYTES = 2000
 
 
 def _attribute(db, dataset, column):
@@ -37,10 +40,15 @@ def _save(db, dataset, column, tree, origin):
     att = _attribute(db, dataset, column)
     missing = sorted(tree.missing(_values(db, att["source"], column)))
     if missing:
-        shown = ", ".join(repr(v) for v in missing[:_SHOWN]) + (" ..." if len(missing) > _SHOWN else "")
+        shown = shown_values(missing)
         raise bad_data(f'{len(missing)} value(s) of column "{column}" are not leaves of its hierarchy: {shown}',
                        hint="every value that occurs in the data must be a leaf; add them to the hierarchy")
     edges = tree.edges()  # (node, parent, depth, leaf_count) in the tree's stable order
+    long = [e[0] for e in edges if len(e[0].encode()) > MAX_LABEL_BYTES]
+    if long:
+        raise invalid(f'{len(long)} node(s) of the hierarchy of column "{column}" are longer than {MAX_LABEL_BYTES} '
+                      f"bytes (the longest {max(len(x.encode()) for x in long)}): {shown_values(long)}",
+                      hint="hierarchy labels are index keys: publish from a view that maps long values to short codes")
     db.run("DELETE FROM pganon.hierarchy WHERE dataset_id = $1 AND column_name = $2", [att["id"], column],
            ["int4", "name"])
     db.run("INSERT INTO pganon.hierarchy (dataset_id, column_name, origin, height, n_leaves) "

@@ -44,6 +44,7 @@ import numpy as np
 
 from .errors import invalid
 from .hierarchy import Hierarchy
+from .params import shown, shown_values
 
 METRICS = ("distortion", "ncp", "total", "llm", "nllm", "wllm", "wnllm")
 DISTORTION_MODES = ("literal", "padded")
@@ -138,12 +139,11 @@ def custom_weights(h, weights):
     for x, w in dict(weights).items():
         v = h.node(x)
         if v == 0:
-            raise invalid(f"hierarchy {h.name!r}: the root {h.labels[0]!r} has no edge to weight")
-        given[v] = _exact(w, f"hierarchy {h.name!r}, edge {h.labels[v]!r}")
+            raise invalid(f"hierarchy {h.name!r}: the root {shown(h.labels[0])} has no edge to weight")
+        given[v] = _exact(w, f"hierarchy {h.name!r}, edge {shown(h.labels[v])}")
     lacking = [h.labels[v] for v in range(1, len(h)) if v not in given]
     if lacking:
-        raise invalid(f"hierarchy {h.name!r}: no weight for the edge(s) above "
-                      + ", ".join(repr(x) for x in lacking[:10]) + (" ..." if len(lacking) > 10 else ""),
+        raise invalid(f"hierarchy {h.name!r}: no weight for the edge(s) above {shown_values(lacking)}",
                       hint="give one weight per non-root node (the edge to its parent)")
     for v, w in given.items():
         out[v] = w
@@ -287,8 +287,8 @@ def _table(hierarchies, original, generalized, counts):
         ok = h.anc[e[:, j], h.depth[f[:, j]]] == f[:, j]
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
-            raise invalid(f"tuple {i + 1}: {h.labels[f[i, j]]!r} does not generalize "
-                          f"{h.labels[e[i, j]]!r} in hierarchy {h.name!r}",
+            raise invalid(f"tuple {i + 1}: {shown(h.labels[f[i, j]])} does not generalize "
+                          f"{shown(h.labels[e[i, j]])} in hierarchy {h.name!r}",
                           hint="a generalized value must be an ancestor of the original (Def. 1)")
     return hs, e, f, c
 

@@ -41,6 +41,9 @@ Decisions:
       original record, suppressed persons included (they are in D, not in D*); est sums over
       the published classes only.  The domains are the release's own (observed, overridden,
       or GeneIR's taxonomy), so a class cell and a predicate measure the same extent.
+- R7  Interrupts: the loops over persons and classes call `workload.interrupt_point` (a no-op
+      outside `workload.ticking`), so a cancel or statement_timeout reaches them inside the
+      database.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ import numpy as np
 
 from . import workload
 from .errors import bad_data, invalid
-from .workload import CATEGORICAL, NUMERIC, SUPPRESSED, Domain
+from .workload import CATEGORICAL, NUMERIC, SUPPRESSED, Domain, interrupt_point
 
 __all__ = [
     "domains_of",
@@ -118,7 +121,9 @@ def domains_of(names, kinds, rows, overrides=None):
     if unknown:
         raise invalid(f"domains given for unknown QI(s) {unknown}", hint=f"QIs: {names}")
     cols = [[] for _ in names]
-    for r in rows:
+    for i, r in enumerate(rows):
+        if not i & 4095:
+            interrupt_point()
         for j, v in enumerate(r):
             cols[j].append(v)
     out = []
@@ -289,7 +294,9 @@ def table_loss(classes, domains, suppressed_records=0):
     if not d:
         raise invalid("no QIs: the loss is undefined")
     total, n = 0, 0
-    for recs, cells in classes:
+    for i, (recs, cells) in enumerate(classes):
+        if not i & 1023:
+            interrupt_point()
         cells = tuple(cells)
         if len(cells) != d:
             raise invalid(f"a class has {len(cells)} cells for {d} QIs")
@@ -337,7 +344,9 @@ def query_cells(classes):
     """(cells, counts) for `workload.estimated_counts`: classes are (QI cells, SA values of the
     class's records); the SA cell is the multiset of those values."""
     cells, counts = [], []
-    for qi_cells, sa_values in classes:
+    for i, (qi_cells, sa_values) in enumerate(classes):
+        if not i & 1023:
+            interrupt_point()
         sa = Counter(sa_values)
         if not sa:
             raise invalid("a class without records has no place in a release")
@@ -353,7 +362,9 @@ def record_columns(persons, domains):
     domains = tuple(domains)
     qi = domains[:-1]
     cols = [[] for _ in domains]
-    for q, vals in persons:
+    for i, (q, vals) in enumerate(persons):
+        if not i & 4095:
+            interrupt_point()
         q = tuple(q)
         if len(q) != len(qi):
             raise invalid(f"a person has {len(q)} QI values for {len(qi)} QIs")
@@ -420,7 +431,9 @@ def workload_domains(persons, release, sa="sa"):
                 raise bad_data(f"{e.args[0]!r} is not a value of the domain of {d.name!r}") from None
             out.append(Domain.categorical(d.name, d.categories, np.repeat(codes, reps)))
     look, codes = {}, []
-    for p in persons:
+    for i, p in enumerate(persons):
+        if not i & 4095:
+            interrupt_point()
         for v in p[2]:
             codes.append(look.setdefault(v, len(look)))
     out.append(Domain.categorical(sa, list(look), np.asarray(codes, dtype=np.int64)))
@@ -451,7 +464,11 @@ def query_error(persons, release, sa="sa", *, lam=1, n=1000, theta=0.1, seed=0, 
         queries = workload.make_queries(doms, theta, n=n, seed=seed, qd=int(lam), always=(sa,))
         true = queries.counts
     sa_of = {p[0]: p[2] for p in persons}
-    classes = [(c.cells, [v for pid in c.persons for v in sa_of[pid]]) for c in release.classes]
+    classes = []
+    for i, c in enumerate(release.classes):
+        if not i & 1023:
+            interrupt_point()
+        classes.append((c.cells, [v for pid in c.persons for v in sa_of[pid]]))
     est = estimates(queries, classes) if classes else np.zeros(len(queries))
     err = workload.query_error(queries, true, est)
     on = queries.on_target

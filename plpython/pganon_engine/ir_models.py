@@ -54,7 +54,6 @@ Decisions:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import numbers
@@ -65,6 +64,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from .errors import bad_data, invalid, unknown
+from .interrupts import interrupt_point, ticking  # noqa: F401 (ticking: callers use ir_models.ticking)
 
 __all__ = [
     "MODELS",
@@ -409,27 +409,9 @@ def _packing(masks, budget):
     return cnt
 
 
-_tick = None  # called once per search node while `ticking` is active
-
-
-@contextlib.contextmanager
-def ticking(tick):
-    """Call `tick` at every node of the hitting-set searches run inside the block, so the
-    database can notice a cancel or statement_timeout (`Db.interruptible`) during a long
-    search (a big class's exact min-HS is exponential in the worst case).  No effect on
-    results."""
-    global _tick
-    before, _tick = _tick, tick
-    try:
-        yield
-    finally:
-        _tick = before
-
-
 def _search(masks, budget):
     """A hitting set (mask) of the masks with <= budget bits, or None (I4)."""
-    if _tick is not None:
-        _tick()
+    interrupt_point()   # a big class's exact min-HS is exponential in the worst case
     if not masks:
         return 0
     if budget <= 0 or _packing(masks, budget) > budget:

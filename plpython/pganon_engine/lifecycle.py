@@ -1,9 +1,11 @@
 """Candidate -> current (issue 11; DESIGN.md step 8, "promote").
 
 A publish makes a *candidate*: verified, measured and risk-assessed, invisible to analysts.
-`promote` makes it the dataset's *current* release: the stable views switch to it in one
-transaction, and only if the dataset's policy holds on its risk figures (linkage measured again
-against the releases promoted by then). The release it replaces becomes *superseded*; promoting
+`promote` makes it the dataset's *current* release, in one transaction with the views analysts
+read (`pganon._expose`: they read stable tables whose rows switch to it, so readers are neither
+blocked nor shown anything but the release current in their snapshot), and only if the
+dataset's policy holds on its risk figures (linkage measured again against the releases
+promoted by then). The release it replaces becomes *superseded*; promoting
 a superseded release is how a DBA goes back.
 
 The promise: what the current release guarantees, for analysts to read next to the data
@@ -34,10 +36,19 @@ def refused(message, hint=None, detail=None):
 
 
 def promote(db, release_id):
-    """Make a candidate (or superseded) release current; returns its id."""
+    """Make a candidate (or superseded) release current; returns its id. Holds the dataset's
+    lock (one publish, promote or drop_release per dataset at a time, bounded wait), and shows
+    the release through `pganon._expose` in the same transaction as the status change, so the
+    views and the catalog agree in every snapshot."""
+    r = db.one("SELECT r.dataset_id, d.name AS dataset FROM pganon.release r JOIN pganon.dataset d ON d.id = r.dataset_id "
+               "WHERE r.id = $1", [release_id], ["int8"])
+    if r is not None:
+        bound_lock_waits(db)
+        lock_dataset(db, r["dataset_id"], f"promote of release {release_id} (dataset {r['dataset']})")
+    # read again under the lock: a promote or drop that committed while we waited is seen
     r = db.one("SELECT r.id, r.status, r.dataset_id, r.params::text AS params, r.layout::text AS layout, "
                "d.name AS dataset FROM pganon.release r JOIN pganon.dataset d ON d.id = r.dataset_id "
-               "WHERE r.id = $1 FOR UPDATE OF d, r", [release_id], ["int8"])
+               "WHERE r.id = $1", [release_id], ["int8"])
     if r is None or r["status"] == "dropped":
         raise unknown(f"release {release_id} does not exist or was dropped",
                       hint="list releases with SELECT * FROM pganon.releases")
@@ -48,6 +59,9 @@ def promote(db, release_id):
                           hint=f"publish again without the {key} parameter (a fixture option)")
     if r["status"] == "current":
         return release_id
+    # the release's relations are exactly those pganon made for it, before anything reads them
+    db.rows("SELECT pganon._release_relation($1, k) FROM jsonb_object_keys($2::jsonb) AS k",
+            [release_id, json.dumps(lay["relations"])], ["int8", "text"])
     linkage.refresh(db, release_id)
     failing = db.rows('SELECT measure, scope, value, threshold, detail FROM pganon.risk($1) '
                       'WHERE passed IS FALSE', [release_id], ["int8"])
@@ -64,8 +78,22 @@ def promote(db, release_id):
            [r["dataset_id"]], ["int4"])
     db.run("UPDATE pganon.release SET status = 'current', promoted_at = now() WHERE id = $1", [release_id], ["int8"])
     write_promise(db, release_id)
-    db.run("SELECT pganon._expose($1, $2::jsonb)", [r["dataset"], json.dumps(lay["relations"])], ["text", "text"])
+    db.run("SELECT pganon._expose($1)", [release_id], ["int8"])
     return release_id
+
+
+def bound_lock_waits(db):
+    """Every lock this engine call waits for, it waits for at most `pganon._lock_timeout_ms()`
+    (a SET LOCAL inside the engine's wrapper, whose SET clause restores the caller's setting
+    when the call returns). Returns that bound in ms."""
+    ms = db.one("SELECT pganon._lock_timeout_ms() AS ms")["ms"]
+    db.run(f"SELECT pg_catalog.set_config('lock_timeout', '{int(ms)}', true)")
+    return ms
+
+
+def lock_dataset(db, dataset_id, what):
+    """One publish, promote or drop_release of a dataset at a time (PA011 after the bounded wait)."""
+    db.run("SELECT pganon._lock_dataset($1, $2)", [dataset_id, what], ["int4", "text"])
 
 
 def _fmt(x):
@@ -82,21 +110,25 @@ def promise_of(lay, params):
 
 
 def write_promise(db, release_id):
-    """(Re)create the release's one-row promise relation from its layout and current risk."""
+    """Write the release's one-row promise relation from its layout and current risk: created
+    at publish, its row replaced at promote (no DDL, so nothing reading it is ever blocked)."""
     r = db.one("SELECT r.method, r.params::text AS params, r.layout::text AS layout, r.promoted_at::text AS at "
                "FROM pganon.release r WHERE r.id = $1", [release_id], ["int8"])
     lay, params = json.loads(r["layout"]), json.loads(r["params"])
-    rel = lay["relations"].get("promise")
-    if rel is None:
+    if lay["relations"].get("promise") is None:
         return
     figures = [dict(x) for x in db.rows("SELECT measure, scope, value, threshold, passed FROM pganon.risk($1)",
                                          [release_id], ["int8"])]
-    if db.one("SELECT to_regclass($1) IS NOT NULL AS e", [rel], ["text"])["e"]:
-        db.run(f"DROP TABLE {rel}")
-    db.run(f"CREATE TABLE {rel} AS SELECT $1::text AS method, $2::text AS model, $3::jsonb AS promise, "
-           "$4::jsonb AS risk, $5::timestamptz AS promoted_at",
-           [r["method"], lay.get("model"), json.dumps(promise_of(lay, params)), json.dumps(figures), r["at"]],
-           ["text", "text", "text", "text", "text"])
+    row = ("SELECT $1::text AS method, $2::text AS model, $3::jsonb AS promise, $4::jsonb AS risk, "
+           "$5::timestamptz AS promoted_at")
+    args = [r["method"], lay.get("model"), json.dumps(promise_of(lay, params)), json.dumps(figures), r["at"]]
+    types = ["text", "text", "text", "text", "text"]
+    rel = db.one("SELECT pganon._release_relation($1, 'promise')::text AS rel", [release_id], ["int8"])["rel"]
+    if rel is None:
+        db.run(f"CREATE TABLE pganon_data.r{int(release_id)}_promise AS {row}", args, types)
+    else:
+        db.run(f"DELETE FROM {rel}")
+        db.run(f"INSERT INTO {rel} {row}", args, types)
 
 
 def validate_policy(policy):

@@ -16,6 +16,14 @@ The pipeline steps for this family:
                bucket id; ST: one row per bucket with the sorted set of each SA's values; the
                ST in long form (bucket_id, sa, value); the category table of delta values
   measure      NCP% (spec 004 §4.1), the fcorr audit summary (`audit.run`), plan facts
+
+Decisions:
+
+- L1  Column names (issue 12): a QI or SA named group_id or bucket_id, or a key or identifier
+      column named group_id, bucket_id, sa or value, is refused at publish with PA002
+      (`params.refuse_reserved`): group_id and bucket_id are the GT's and ST's own columns, and
+      the verifier's no_identifiers check compares a key's name with every published column
+      (the long ST's sa and value included).  Any other name publishes (an SA named value too).
 """
 
 import json
@@ -29,6 +37,12 @@ METHODS = {"ck_anonymization": "ck", "pk_angelization": "pk"}
 COMMON = {"d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
 PARAMS = {"ck": COMMON | {"k", "c", "c_f", "mode", "c_f_excess"}, "pk": COMMON | {"k", "p"}}
 SNAP = lsl.SNAP
+# The release format's own columns (GT: group_id, QIs, bucket_id; ST: bucket_id, SAs; long ST:
+# bucket_id, sa, value; the map: key, group_id, bucket_id): a QI or SA named group_id or
+# bucket_id, or a key or identifier column named like any of them, is refused at publish
+# (decision L1).
+RESERVED = ("group_id", "bucket_id")
+KEY_RESERVED = ("group_id", "bucket_id", "sa", "value")
 
 
 def linking(db, ds, sas):
@@ -64,7 +78,9 @@ def parse_params(method, params, ds):
     k = P.integer(params, "k", 2)
     if k is None:
         raise invalid(f"{method} needs the parameter k (an integer >= 2)")
-    p = {"method": method, "kind": kind, "sas": sas, "qis": P.quasi_columns(ds), "k": k,
+    qis = P.quasi_columns(ds)
+    P.refuse_reserved(method, ds, [q["column"] for q in qis] + sas, RESERVED, KEY_RESERVED)
+    p = {"method": method, "kind": kind, "sas": sas, "qis": qis, "k": k,
          "seed": P.integer(params, "seed", 0), "limit": P.integer(params, "limit", 1),
          "workload": P.workload(params)}
     if kind == "ck":
@@ -96,9 +112,9 @@ def plan(db, ds, p):
     qis, sas = [q["column"] for q in p["qis"]], p["sas"]
     if p["kind"] == "ck":
         _check_reach(db, p)
-    rows = db.rows(f"SELECT {I(ds.key)}::text AS _k, {', '.join(map(I, qis + sas))} FROM {SNAP} "
+    rows = db.rows(f"SELECT {I(ds.key)}::text AS _pganon_k, {', '.join(map(I, qis + sas))} FROM {SNAP} "
                    f"ORDER BY {I(ds.key)}")
-    keys = [r["_k"] for r in rows]
+    keys = [r["_pganon_k"] for r in rows]
     records = [(i, tuple(r[q] for q in qis), tuple(r[s] for s in sas)) for i, r in enumerate(rows)]
     try:
         if p["kind"] == "ck":
@@ -210,8 +226,8 @@ def materialize(db, ds, p, the_plan, rel):
     sets = ", ".join(f"array_agg(DISTINCT s.{I(a)} ORDER BY s.{I(a)}) AS {I(a)}" for a in sas)
     db.run(f"CREATE TABLE {rel['st']} AS SELECT m.bucket_id, {sets} FROM {rel['map']} m "
            f"JOIN {SNAP} s USING ({key}) GROUP BY m.bucket_id ORDER BY m.bucket_id")
-    long = " UNION ALL ".join(f"SELECT bucket_id, {db.literal(a)}::text AS sa, v::text AS value "
-                              f"FROM {rel['st']}, unnest({I(a)}) AS v" for a in sas)
+    long = " UNION ALL ".join(f"SELECT t.bucket_id, {db.literal(a)}::text AS sa, u._pganon_v::text AS value "
+                              f"FROM {rel['st']} t, unnest(t.{I(a)}) AS u(_pganon_v)" for a in sas)
     db.run(f"CREATE TABLE {rel['st_long']} AS SELECT * FROM ({long}) x ORDER BY bucket_id, sa, value")
     cats = the_plan.categories.categories
     db.run(f"CREATE TABLE {rel['categories']} AS SELECT u.value, u.category FROM unnest($1::text[], $2::int4[]) "

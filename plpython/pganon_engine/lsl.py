@@ -32,6 +32,15 @@ value holds at most |G| / l of it, so the shares 1/l of one SA's values must add
 l = 9 with 5 distinct values can never publish a row), and there must be m distinct SA vectors.
 A plan with no group at all (the greedy found none) is refused too, before anything is assigned.
 AIL keeps Def 14's l (that of the group's highest level), so the cost of min_group shows in it.
+
+Decisions:
+
+- B1  Column names (issue 12): a QI or SA named group_id or count, or a key or identifier column
+      named group_id, count or bucket (the map's column), is refused at publish with PA002
+      (`params.refuse_reserved`): the GT (group_id, QIs) and ST (group_id, SAs, count) are the
+      format analysts query, and a second "group_id" or "count" could not be told apart.  Any
+      other name publishes, braces included (no SQL here is built with str.format); the work
+      tables' own columns are named _pganon..., a prefix no declared column may have.
 """
 
 from fractions import Fraction
@@ -49,6 +58,12 @@ METHODS = {
 PARAMS = {"d", "sensitive", "l", "min_group", "tie", "seed", "qi_order", "generalize", "limit"} | P.WORKLOAD_PARAMS
 NUMERIC_RANGES = {"smallint": "int4range", "integer": "int4range", "bigint": "int8range", "date": "daterange"}
 
+# The release format's own columns (GT: group_id, QIs; ST: group_id, SAs, count; the map: key,
+# group_id, bucket): a QI or SA named like the first, or a key, person or identifier column named
+# like any of them, is refused at publish (`params.refuse_reserved`, decision B1 above).
+RESERVED = ("group_id", "count")
+KEY_RESERVED = ("group_id", "count", "bucket")
+
 TEMP_BUFFERS = "256MB"
 SNAP, BUCKET, ROW = "pg_temp._pganon_snap", "pg_temp._pganon_bucket", "pg_temp._pganon_row"
 BUCKET_L = "pg_temp._pganon_bl"   # the l each bucket imposes on its group (A11: max over contents)
@@ -64,6 +79,7 @@ def parse_params(method, params, ds):
     if tie == "random" and seed is None:
         seed = 0
     qis = P.quasi_columns(ds)
+    P.refuse_reserved(method, ds, [q["column"] for q in qis] + sas, RESERVED, KEY_RESERVED)
     if not ds.level_l:
         raise incomplete(f"dataset {ds.name} has no l for any security level",
                          hint="set them with pganon.set_level_l(dataset, level, l)")
@@ -88,13 +104,24 @@ def parse_params(method, params, ds):
     }
 
 
+def raise_temp_buffers(db):
+    """Work tables are temp tables: give them TEMP_BUFFERS of local buffers for this transaction,
+    but only where the session still has the built-in default (a DBA's or the session's own
+    setting is kept, never lowered) and no temp table was used yet (the server refuses the
+    change then, SQLSTATE 22023: only that refusal is caught, never a cancel)."""
+    r = db.one("SELECT s.source, pg_catalog.pg_size_bytes(pg_catalog.current_setting('temp_buffers')) AS now, "
+               "pg_catalog.pg_size_bytes($1) AS want, pg_catalog.pg_my_temp_schema() <> 0 AS used "
+               "FROM pg_catalog.pg_settings s WHERE s.name = 'temp_buffers'", [TEMP_BUFFERS], ["text"])
+    if r["source"] == "default" and not r["used"] and r["now"] < r["want"]:
+        db.try_run(f"SET LOCAL temp_buffers = {db.literal(TEMP_BUFFERS)}", sqlstates=("22023",))
+
+
 def snapshot(db, ds, p):
-    """Copy the declared columns in one statement (the caller holds a SHARE lock on the source)."""
+    """Copy the declared columns in one statement: everything after, verification included, works
+    from this copy, so the source needs no lock beyond the statement's own."""
     I = db.ident
     cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
-    # Work tables are temp tables: give them room in local buffers when the session still allows it
-    # (only before its first temp table); the setting ends with the transaction.
-    db.try_run(f"SET LOCAL temp_buffers = '{TEMP_BUFFERS}'")
+    raise_temp_buffers(db)
     db.run("SET LOCAL jit = off")   # JIT compiles each big one-off query for ~1 s and saves less
     limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
     db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
@@ -140,7 +167,8 @@ def build_buckets(db, ds, p):
     for j, sa in enumerate(sas):
         sel.append(f"(dense_rank() OVER (ORDER BY b.{I(sa)}) - 1)::int AS c{j}, lv{j}.level AS v{j}")
         joins.append(f"LEFT JOIN pganon.security_level lv{j} ON lv{j}.dataset_id = {int(ds.id)} "
-                     f"AND lv{j}.column_name = {db.literal(sa)} AND lv{j}.value = b.{I(sa)}::text")
+                     f"AND lv{j}.column_name = {db.literal(sa)} AND md5(lv{j}.value) = md5(b.{I(sa)}::text) "
+                     f"AND lv{j}.value = b.{I(sa)}::text")
     rows = db.rows(f"SELECT b._pganon_bucket AS b, b._pganon_size AS size, {', '.join(sel)} "
                    f"FROM {BUCKET} b {' '.join(joins)} ORDER BY b._pganon_bucket")
     missing = []
@@ -152,9 +180,10 @@ def build_buckets(db, ds, p):
         examples = []
         for sa, j, n in missing:
             ex = db.rows(f"SELECT DISTINCT b.{I(sa)}::text AS v FROM {BUCKET} b LEFT JOIN pganon.security_level s "
-                         f"ON s.dataset_id = {int(ds.id)} AND s.column_name = {db.literal(sa)} AND s.value = b.{I(sa)}::text "
-                         f"WHERE s.level IS NULL ORDER BY 1 LIMIT 5")
-            examples.append(f"{sa}: {n} value(s) such as {', '.join(repr(e['v']) for e in ex)}")
+                         f"ON s.dataset_id = {int(ds.id)} AND s.column_name = {db.literal(sa)} "
+                         f"AND md5(s.value) = md5(b.{I(sa)}::text) AND s.value = b.{I(sa)}::text "
+                         f"WHERE s.level IS NULL ORDER BY 1 LIMIT {P.SHOWN_VALUES}")
+            examples.append(f"{sa}: {n} value(s): {P.shown_values([e['v'] for e in ex], n)}")
         raise incomplete("sensitive values without a security level: " + "; ".join(examples),
                          hint="give each a level with pganon.set_security_level(dataset, column, value, level)")
     d = len(sas)
@@ -366,9 +395,11 @@ def materialize(db, ds, p, rel):
             aggs.append(f"count(DISTINCT {c}) AS q{i}_n")
             if p["generalize"]:
                 aggs.append(f"array_agg(DISTINCT {c}::text ORDER BY {c}::text) AS q{i}_set")
-    summary = f"SELECT group_id, count(*) AS n, {', '.join(aggs)} FROM {{}} GROUP BY group_id"
+
+    def summary(source):   # concatenated, never str.format: a QI name may hold braces
+        return f"SELECT group_id, count(*) AS n, {', '.join(aggs)} FROM {source} GROUP BY group_id"
     if p["generalize"]:
-        db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(
+        db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary(
             f"(SELECT m.group_id, s.* FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)})) x"))
         outs = []
         for i, q in enumerate(qis):
@@ -385,7 +416,7 @@ def materialize(db, ds, p, rel):
                f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
                f"ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}")
         db.run(f"ANALYZE {rel['gt']}")
-        db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary.format(rel["gt"]))
+        db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary(rel["gt"]))
     db.run(f"ANALYZE {GROUPS}")
     # Rows within a group ordered by count, then by the SA vector's rank in value order (computed
     # on the small bucket table, so the big sort compares integers, not text).

@@ -42,6 +42,9 @@ Decisions:
       the engine as integers, others as float8.
 - P5  Ties and seeds are the engines' (danonyir D2/D3, geneir G2, one_m O10); `seed` switches
       to their seeded tie-breaking, reproducibly.
+- P6  Column names (issue 12): a QI, SA, key, person or identifier column named class_id or
+      id_num (the GT's and the map's own columns) is refused at publish with PA002
+      (`params.refuse_reserved`); any other name publishes.
 """
 
 import json
@@ -62,8 +65,12 @@ PARAMS = {"danonyir": MODEL_PARAMS | WORKLOAD_PARAMS | {"seed", "seeds", "sensit
           "one_m_generalization": {"k", "l", "seed", "mode", "sensitive"}}
 SNAP = lsl.SNAP
 CLASSES = "pg_temp._pganon_pclasses"
+# The release format's own columns (GT: class_id, id_num, QI cells, SA; the map: key, person,
+# class_id, id_num): a QI, SA, key, person or identifier column of such a name is refused at
+# publish (P6).
+RESERVED = ("class_id", "id_num")
 INTEGER_TYPES = ("smallint", "integer", "bigint")
-_SHOWN = 10  # offending persons listed in an error
+_SHOWN = P.SHOWN_VALUES  # offending persons listed in an error
 
 
 def parse_params(method, params, ds):
@@ -81,6 +88,7 @@ def parse_params(method, params, ds):
     if ds.person in taken:
         raise invalid(f'the person column "{ds.person}" is also the key, a QI or the SA of dataset {ds.name}',
                       hint="the person column must be a column of its own")
+    P.refuse_reserved(method, ds, [q["column"] for q in qis] + sas[:1], RESERVED, RESERVED)
     p = {"method": method, "sas": sas[:1], "sa": sas[0], "qis": qis, "seed": P.integer(params, "seed", 0),
          "limit": None}
     if method == "one_m_generalization":
@@ -164,7 +172,7 @@ def group_persons(db, ds, p):
     bad = db.rows(f"SELECT {per}::text AS pid, count(*) OVER () AS n FROM {SNAP} GROUP BY {per} "
                   f"HAVING {differ} ORDER BY min({I(ds.key)}) LIMIT {_SHOWN}")
     if bad:
-        shown = ", ".join(repr(r["pid"]) for r in bad) + (" ..." if bad[0]["n"] > len(bad) else "")
+        shown = P.shown_values([r["pid"] for r in bad], bad[0]["n"])
         varying = [q["column"] for q in p["qis"]]
         raise bad_data(f"{bad[0]['n']} person(s) have records with different QI values {varying}: {shown}",
                        hint=f"{p['method']} needs one QI vector per person; fix the data, or publish from a "

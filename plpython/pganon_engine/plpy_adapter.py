@@ -31,13 +31,18 @@ class Db:
     def run(self, query, args=(), types=()):
         self.rows(query, args, types)
 
-    def try_run(self, query):
-        """Run a statement in a subtransaction; False (and nothing changed) if the server refused it."""
+    def try_run(self, query, sqlstates):
+        """Run a statement in a subtransaction; False (and nothing changed) if the server refused
+        it with one of `sqlstates`. Any other error is raised, and a cancel, statement_timeout or
+        shutdown (class 57) always is, whatever `sqlstates` says."""
         try:
             with self._plpy.subtransaction():
                 self._plpy.execute(query)
             return True
-        except self._plpy.SPIError:
+        except self._plpy.SPIError as exc:
+            code = getattr(exc, "sqlstate", None) or ""
+            if code.startswith("57") or code not in sqlstates:
+                raise
             return False
 
     def interruptible(self, every=0.2):

@@ -42,6 +42,11 @@ Decisions:
 - R5  The engine numbers tk as the published rows' rank in key order (1..n) and groups in plan
       order; release.py then renumbers both at random unless `numbering = 'creation'`.  Nothing
       after `assign` relies on tk following the key.
+- R6  Column names (issue 12): an attribute (QI or SA) named tk, the AT's own column, is refused
+      at publish with PA002 (`params.refuse_reserved`), and so is a key or identifier column
+      named like a column of the AT, the IDT or the map (tk, attribute, group_id, value, count).
+      The IDT holds attribute names as values, so an attribute may be called attribute, group_id,
+      value or count.
 """
 
 import secrets
@@ -58,12 +63,19 @@ TIES = ("random", "first")
 SNAP = lsl.SNAP
 KEEP = "pg_temp._pganon_rkeep"
 MAX_ROUNDS = 200
+# The AT's own column (tk, one column per attribute; the map: key, tk): an attribute named so is
+# refused at publish (R6), and so is a key or identifier column named like any column of the AT,
+# the IDT (attribute, group_id, value, count) or the map.  The IDT holds attribute names as
+# values, so an attribute may be called "value" or "count".
+RESERVED = ("tk",)
+KEY_RESERVED = ("tk", "attribute", "group_id", "value", "count")
 
 
 def parse_params(method, params, ds):
     P.unknown_params(method, params, PARAMS)
     qis, sas = P.quasi_columns(ds), P.sensitive_columns(params, ds)
     attrs = [q["column"] for q in qis] + sas
+    P.refuse_reserved(method, ds, attrs, RESERVED, KEY_RESERVED)
     sc = params.get("sc", 2)
     if isinstance(sc, dict):
         bad = sorted(set(sc) - set(attrs))
@@ -125,7 +137,7 @@ def plan(db, ds, p):
         col, values, sizes, cap = over
         if p["eligibility"] == "error":
             worst = max(range(len(sizes)), key=lambda b: sizes[b])
-            raise unsatisfiable(f"rating: {col} = {values[worst]!r} occurs in {sizes[worst]} of {sum(sizes)} rows, "
+            raise unsatisfiable(f"rating: {col} = {P.shown(values[worst])} occurs in {sizes[worst]} of {sum(sizes)} rows, "
                                 f"more than n / SC = {sum(sizes) / p['sc'][col]:.1f} (SC = {p['sc'][col]})",
                                 hint="lower its SC (sc => {\"" + col + "\": ...}), or publish with eligibility => "
                                      "'suppress'")

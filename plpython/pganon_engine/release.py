@@ -4,12 +4,22 @@ Runs inside the caller's transaction: any error, including a failed verification
 whole publish, so a release either lands whole and verified or leaves no trace. A publish makes
 a *candidate* (verified, measured, risk-assessed, invisible to analysts); `lifecycle.promote`
 makes it current, in the same transaction when the caller asks for it.
+
+Concurrency (issue 12): a publish holds its dataset's lock (`lifecycle.lock_dataset`) until it
+commits, so publishes, promotes and drop_release of one dataset run one at a time, and it waits
+for any lock at most `pganon._lock_timeout_ms()` (10 s, or the session's lock_timeout when
+lower). It takes no lock on the source beyond reading it, and everything after the snapshot
+(plan to assess, verification included) reads the snapshot, never the live table: production
+writes to the source never wait for a publish and cannot make it fail, and an admin with only
+SELECT on the source can publish. The engine's Python loops run under `workload.ticking`, so a
+cancel or statement_timeout reaches them within a fraction of a second.
 """
 
+import copy
 import json
 
 from . import (__version__, anatomy, catalog, generalized, lifecycle, linked, lsl, numbering, person,
-               rating_release, risk, semantic_release)
+               rating_release, risk, semantic_release, workload)
 from .errors import EngineError, incomplete, invalid, unsatisfiable
 from .plpy_adapter import Phases
 
@@ -48,13 +58,33 @@ def publish(db, dataset, method, params, promote=False):
                          hint=f"use a method that protects persons: {', '.join(person_aware_methods())}")
     mode, numbering_seed, params = numbering.parse(params)
     p = family.parse_params(method, params, ds)
+    workload.check_queries(params.get("queries"))
+    wait_ms = lifecycle.bound_lock_waits(db)
+    lifecycle.lock_dataset(db, ds.id, f"publish of dataset {ds.name}")
     drop_work_tables(db)
+    try:
+        with workload.ticking(db.interruptible()):
+            return _pipeline(db, ds, method, family, params, p, mode, numbering_seed, promote)
+    except Exception as exc:
+        if getattr(exc, "sqlstate", None) == "55P03":    # a lock wait beyond lock_timeout (no SQL runs here)
+            raise EngineError(f"publish of dataset {ds.name} waited {wait_ms / 1000:g} s for a lock "
+                              f"another session holds (on its source {ds.source}, or a release relation); "
+                              "nothing was published", "PA011",
+                              hint="a session running ALTER TABLE, TRUNCATE, VACUUM FULL or LOCK TABLE on the "
+                                   "source blocks reading it; retry when it has committed") from None
+        raise
+
+
+def _pipeline(db, ds, method, family, params, p, mode, numbering_seed, promote):
     phases = Phases(db)
-    db.run(f"LOCK TABLE {ds.source} IN SHARE MODE")
     rid = db.one("SELECT nextval('pganon.release_id_seq') AS id")["id"]
     rel = relations(rid)
 
     source_rows, n_groups = family.build(db, ds, p, rel, phases)
+    # From here on the source is the snapshot (`lsl.snapshot`, one statement): what the release
+    # was made from, whatever is written to the live table meanwhile.
+    snap = copy.copy(ds)
+    snap.source = lsl.SNAP
     lay = family.layout(ds, p, rel)
     published = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
     check_published_share(ds, method, source_rows, published)
@@ -71,13 +101,14 @@ def publish(db, dataset, method, params, promote=False):
            ["int8", "int4", "text", "text", "text", "text", "int8", "int8", "int8", "int8"])
 
     failed = phases.run("verify", db.rows,
-                        'SELECT "check", detail FROM pganon.verify($1) WHERE NOT passed', [rid], ["int8"])
+                        'SELECT "check", detail FROM pganon._verify_release($1, $2::regclass) WHERE NOT passed',
+                        [rid, lsl.SNAP], ["int8", "text"])
     if failed:
         listing = "; ".join(f"{f['check']}: {f['detail']}" for f in failed)
-        raise EngineError(f"release of {dataset} with {method} failed verification, nothing was published: {listing}",
+        raise EngineError(f"release of {ds.name} with {method} failed verification, nothing was published: {listing}",
                           "PA006", hint="this is a bug in pganon; please report it with the parameters")
 
-    metrics = phases.run("measure", family.measure, db, ds, p, rel, lay, source_rows)
+    metrics = phases.run("measure", family.measure, db, snap, p, rel, lay, source_rows)
     phases.run("assess", risk.assess, db, rid)
     lifecycle.write_promise(db, rid)
     db.run("UPDATE pganon.release SET metrics = $2::jsonb, phase_seconds = $3::jsonb WHERE id = $1",

@@ -213,7 +213,8 @@ SIZES = "pg_temp._pganon_risk_sizes"
 
 def _class_sizes(db, query):
     """The classes' sizes (cls, n) once per release, for every attribute's figures."""
-    db.run(f"DROP TABLE IF EXISTS {SIZES}")
+    if db.one("SELECT pg_catalog.to_regclass($1) IS NOT NULL AS e", [SIZES], ["text"])["e"]:
+        db.run(f"DROP TABLE {SIZES}")
     db.run(f"CREATE TEMP TABLE _pganon_risk_sizes ON COMMIT DROP AS {query}")
     db.run(f"ANALYZE {SIZES}")
     return SIZES
@@ -317,8 +318,8 @@ def _attribute_record_gt(db, lay, out):
     promise = _promise_record_gt(lay)
     for sa in lay["sas"]:
         if lay.get("gt_rows") == "person":   # one_m: a text[] of generalized values per person
-            values = (f"SELECT cls, v, count(DISTINCT id_num)::float8 AS c FROM (SELECT {cls} AS cls, id_num, x AS v "
-                      f"FROM {gt}, unnest({I(sa)}) AS x) s GROUP BY 1, 2")
+            values = (f"SELECT cls, v, count(DISTINCT id_num)::float8 AS c FROM (SELECT {cls} AS cls, g.id_num, "
+                      f"u._pganon_x AS v FROM {gt} g, unnest(g.{I(sa)}) AS u(_pganon_x)) s GROUP BY 1, 2")
         else:
             values = (f"SELECT cls, x::text AS v, c FROM (SELECT {cls} AS cls, {I(sa)} AS x, {who}::float8 AS c "
                       f"FROM {gt} GROUP BY 1, 2) a")
@@ -350,8 +351,9 @@ def _attribute_linked(db, lay, out):
                        f"s AS (SELECT bucket_id, cardinality({I(sa)})::float8 AS m FROM {rels['st']}) "
                        f"SELECT NULL::int AS level, max(1 / s.m) AS mx, sum(b.n / s.m) AS s, sum(b.n) AS cnt "
                        f"FROM b JOIN s USING (bucket_id)")
-        base = db.one(f"SELECT 1.0 / count(DISTINCT x)::float8 AS mx, 1.0 / count(DISTINCT x)::float8 AS s "
-                      f"FROM {rels['st']}, unnest({I(sa)}) AS x")
+        base = db.one(f"SELECT 1.0 / count(DISTINCT u._pganon_x)::float8 AS mx, "
+                      f"1.0 / count(DISTINCT u._pganon_x)::float8 AS s "
+                      f"FROM {rels['st']} t, unnest(t.{I(sa)}) AS u(_pganon_x)")
         _confidence_rows(out, sa, rows, (base["mx"], base["s"]), {None: promise.get(sa)})
 
 

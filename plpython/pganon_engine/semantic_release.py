@@ -36,6 +36,7 @@ Decisions:
       of its records match a rule or of its persons hold a value it matches.  Merging keeps
       persons whole and never lowers their count or their distinct values.  The verifier
       re-checks the rules over persons.
+- M6  Column names as for `generalized` (R5): class_id is refused at publish (PA002).
 """
 
 import json
@@ -53,6 +54,8 @@ EPOCH = "DATE '1970-01-01'"
 
 def parse_params(method, params, ds):
     P.unknown_params(method, params, PARAMS)
+    P.refuse_reserved(method, ds, [q["column"] for q in P.quasi_columns(ds)] + P.sensitive_columns(params, ds),
+                      generalized.RESERVED, generalized.RESERVED)
     l = P.integer(params, "l", 1, default=3)
     model = P.choice(params, "privacy", ("distinct", "entropy"), "distinct")
     mparams = {x: params[x] for x in ("mode", "categorical", "d", "sensitive", "seed", "limit", "theta", "queries")

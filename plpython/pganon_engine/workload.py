@@ -73,6 +73,12 @@ W7  Reproducible: every random choice comes from numpy.random.default_rng(seed);
 W8  SA columns are not in 004's workload (§4.2); they join a workload only when the caller passes
     them as domains (003).  Set-valued SAs (003's 1:M fingerprints) are out of scope.
 
+Interrupts and bounds.  Inside the database the loops of this module run pure Python and numpy,
+where PostgreSQL notices neither a cancel nor statement_timeout: under `ticking(tick)` (the
+engine passes `Db.interruptible()`) every block of counting, estimation and query drawing calls
+`tick`, which runs a trivial statement at most every 0.2 s.  A workload holds at most
+MAX_QUERIES queries (`check_queries`): the work grows with queries x rows.
+
 Memory.  Memory grows with the number of records only through the numpy arrays of the original
 columns held by the Domains (one value or code per record and attribute).  The tuning sample is
 capped at `sample` rows; counting works on blocks of rows and estimation on blocks of classes,
@@ -95,6 +101,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import errors
+from .interrupts import interrupt_point, ticking  # noqa: F401 (callers use workload.ticking)
 
 __all__ = [
     "Domain",
@@ -111,6 +118,10 @@ __all__ = [
     "CATEGORICAL",
     "SUPPRESSED",
     "SCHEMES",
+    "MAX_QUERIES",
+    "check_queries",
+    "ticking",
+    "interrupt_point",
 ]
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
@@ -119,6 +130,15 @@ SCHEMES = ("selectivity", "domain")
 CHUNK_ELEMS = 1 << 22  # elements of one block (queries x rows or queries x classes), ~32 MB float64
 _STEPS = 64  # root-finding steps per stage (W3); the bracket test stops far earlier
 _NEWTON_STEPS = 4  # the first steps are Newton steps on log count vs log f, then bisection
+MAX_QUERIES = 100_000  # queries per workload: counting costs queries x rows
+
+
+def check_queries(n):
+    """Refuse a workload above MAX_QUERIES (before any work: a million queries over a big table
+    ran for minutes)."""
+    if isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > MAX_QUERIES:
+        raise errors.invalid(f"queries = {n} is above the limit of {MAX_QUERIES:,} queries per workload",
+                             hint=f"ask for at most {MAX_QUERIES:,} queries (the default is 1,000)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,7 +248,9 @@ class Domain:
         if isinstance(values, np.ndarray):
             values = values.tolist()
         index, codes = {}, []
-        for v in values:
+        for i, v in enumerate(values):
+            if not i & 65535:
+                interrupt_point()
             if v is None:
                 raise errors.bad_data(f"categorical QI {name!r} has NULL values", hint="remove or impute them")
             codes.append(index.setdefault(v, len(index)))
@@ -410,6 +432,7 @@ def make_queries(domains, theta, n=1000, seed=0, qis=None, *, qd=None, always=()
         raise errors.invalid(f"theta = {theta!r} is invalid; the selectivity must be in (0, 1]")
     theta = float(theta)
     n = _int_param(n, "n", 1)
+    check_queries(n)
     max_tries = _int_param(max_tries, "max_tries", 1)
     sample = _int_param(sample, "sample", 1)
     chunk_elems = _int_param(chunk_elems, "chunk_elems", 1)
@@ -445,6 +468,7 @@ def make_queries(domains, theta, n=1000, seed=0, qis=None, *, qd=None, always=()
     target = theta * N
     band = max(tolerance * target, 1.0)
     for _ in range(max_tries):
+        interrupt_point()
         todo = np.flatnonzero(~done)
         if not todo.size:
             break
@@ -533,6 +557,7 @@ class _GenContext:
         per = max(self.sample.S if self.sample else 1, widest)
         batch = max(1, min(256, self.chunk_elems // per))
         for b0 in range(0, m, batch):
+            interrupt_point()
             b1 = min(m, b0 + batch)
             con = con_all[b0:b1]
             if scheme == "selectivity":
@@ -648,6 +673,7 @@ class _GenContext:
             hit or when the bracket no longer changes a window by one position."""
             live = np.ones(rows.size, dtype=bool)
             for step in range(_STEPS):
+                interrupt_point()
                 sub = np.flatnonzero(live)
                 if not sub.size:
                     break
@@ -753,6 +779,7 @@ def _counts(doms, preds, con, cols, N, chunk_elems):
     out = np.zeros(n, dtype=np.int64)
     step = max(1, chunk_elems // max(n, 1))
     for s in range(0, N, step):
+        interrupt_point()
         e = min(N, s + step)
         sel = np.ones((n, e - s), dtype=bool)
         for i in active:
@@ -827,6 +854,8 @@ class _Release:
         lookups = [{v: c for c, v in enumerate(d.categories)} if d.kind == CATEGORICAL else None for d in doms]
         index, keys, agg = {}, [], []
         for r, row in enumerate(cells):
+            if not r & 1023:
+                interrupt_point()
             row = tuple(row)
             if len(row) != len(doms):
                 raise errors.invalid(f"class {r} has {len(row)} cells for {len(doms)} attributes; "
@@ -973,10 +1002,13 @@ def estimated_counts(queries, cells, counts=None, *, chunk_elems=CHUNK_ELEMS):
             _, ucells = rel.attrs[i]
             g = np.empty((n, len(ucells)))
             for u, (codes, w) in enumerate(ucells):
+                if not u & 255:
+                    interrupt_point()
                 g[:, u] = mask[:, codes] @ (w / w.sum())
             frac[i] = g
     step = max(1, chunk_elems // max(n, 1))
     for s in range(0, C, step):
+        interrupt_point()
         e = min(C, s + step)
         f = np.ones((n, e - s))
         for i in active:

@@ -157,3 +157,119 @@ def test_a_person_column_refuses_the_methods_that_count_rows(conn, name, method)
     assert 'person column "name"' in exc.value.diag.message_primary
     assert "mondrian" in exc.value.diag.message_hint and "danonyir" in exc.value.diag.message_hint
     assert conn.execute("SELECT count(*) FROM pganon.release").fetchone()[0] == n_rel
+
+
+def _oid(conn, rel):
+    return conn.execute("SELECT to_regclass(%s)::oid", (rel,)).fetchone()[0]
+
+
+def test_a_promote_with_the_same_columns_replaces_rows_and_other_drops_leave_the_views(conn, ds):
+    """Issue 12: the views are not replaced under readers. Promoting a release with the same
+    columns changes only the rows they read; dropping a release that is not current never
+    touches them."""
+    a = publish(conn, ds, "mondrian", k=3, promote=True)
+    views = {w: _oid(conn, f"pganon_release.{ds}_{w}") for w in ("gt", "promise")}
+    b = publish(conn, ds, "mondrian", k=2)
+    conn.execute("SELECT pganon.promote(%s)", (b,))
+    assert {w: _oid(conn, f"pganon_release.{ds}_{w}") for w in views} == views        # the same views
+    shown = sorted(conn.execute(sql.SQL("SELECT * FROM {}").format(_view(conn, ds))).fetchall())
+    assert shown == sorted(conn.execute(sql.SQL("SELECT * FROM {}").format(sql.SQL(relation(conn, b)))).fetchall())
+    assert conn.execute(sql.SQL("SELECT promise->>'k' FROM {}").format(_view(conn, ds, "promise"))).fetchone()[0] == "2"
+    conn.execute("SELECT pganon.drop_release(%s)", (a,))                           # not current
+    assert {w: _oid(conn, f"pganon_release.{ds}_{w}") for w in views} == views
+    assert sorted(conn.execute(sql.SQL("SELECT * FROM {}").format(_view(conn, ds))).fetchall()) == shown
+
+
+def _forge(conn, rid, suffix, target):
+    """A release row copied from `rid`, its relations named as pganon names them for its own id
+    except `suffix`, which names `target`: what a role with write access to the catalog could
+    insert."""
+    return conn.execute(
+        "WITH n AS (SELECT nextval('pganon.release_id_seq') AS id) "
+        "INSERT INTO pganon.release (id, dataset_id, method, params, engine_version, layout, source_rows, "
+        "published_rows, suppressed_rows, groups, metrics) "
+        "SELECT n.id, dataset_id, method, params, engine_version, jsonb_set(layout, '{relations}', "
+        "  (SELECT jsonb_object_agg(k, CASE WHEN k = %s THEN %s::text ELSE format('pganon_data.r%%s_%%s', n.id, k) END) "
+        "     FROM jsonb_object_keys(layout->'relations') k)), "
+        "source_rows, published_rows, suppressed_rows, groups, metrics FROM pganon.release r, n WHERE r.id = %s "
+        "RETURNING id", (suffix, target, rid)).fetchone()[0]
+
+
+@pytest.mark.parametrize("suffix", ["gt", "map"])
+def test_a_forged_release_cannot_make_drop_release_or_promote_touch_an_unrelated_table(conn, ds, suffix):
+    """Why 2: a forged release row made a superuser's drop_release drop an unrelated table. A
+    release's relations are only ever pganon_data.r<its id>_<suffix>, ordinary tables."""
+    conn.execute(f'CREATE TABLE "{ds}_precious" (x int)')
+    conn.execute(f'INSERT INTO "{ds}_precious" VALUES (1)')
+    real = publish(conn, ds, "mondrian", k=3)
+    forged = _forge(conn, real, suffix, f'public."{ds}_precious"')
+    for call in ("drop_release", "promote"):
+        with pytest.raises(psycopg.Error) as exc:
+            conn.execute(f"SELECT pganon.{call}(%s)", (forged,))
+        assert exc.value.sqlstate == "PA004", call
+        assert f'names public."{ds}_precious" as its {suffix} relation' in exc.value.diag.message_primary
+    assert conn.execute(f'SELECT x FROM "{ds}_precious"').fetchall() == [(1,)]
+    assert _status(conn, forged) == "candidate"
+    assert conn.execute("SELECT to_regclass(%s)", (f"pganon_release.{ds}_gt",)).fetchone()[0] is None
+    # the real release's own tables under another release's name are refused too
+    other = _forge(conn, real, suffix, relation(conn, real, suffix))
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute("SELECT pganon.drop_release(%s)", (other,))
+    assert exc.value.sqlstate == "PA004"
+    assert conn.execute("SELECT to_regclass(%s)", (relation(conn, real, suffix),)).fetchone()[0] is not None
+
+
+def test_a_relation_squatting_a_view_name_is_refused(conn, ds, name):
+    """Another role's relation under the name of a dataset's view is never shown nor written."""
+    role = f"squat_{name}"
+    conn.execute(f"CREATE ROLE {role}")
+    try:
+        conn.execute(f'CREATE VIEW pganon_release."{ds}_gt" AS SELECT 1 AS x')
+        conn.execute(f'ALTER VIEW pganon_release."{ds}_gt" OWNER TO {role}')
+        rid = publish(conn, ds, "mondrian", k=3)
+        with pytest.raises(psycopg.Error) as exc:
+            conn.execute("SELECT pganon.promote(%s)", (rid,))
+        assert exc.value.sqlstate == "PA002" and f"belongs to role {role}" in exc.value.diag.message_primary
+        assert _status(conn, rid) == "candidate"
+        assert conn.execute(f'SELECT * FROM pganon_release."{ds}_gt"').fetchall() == [(1,)]
+    finally:
+        conn.execute(f'DROP VIEW IF EXISTS pganon_release."{ds}_gt"')
+        conn.execute(f"DROP ROLE {role}")
+
+
+def test_verify_reads_the_source_as_it_is_now(conn, ds):
+    """Publish verifies against its snapshot; pganon.verify later checks the live source, so a
+    row written since makes the checks that compare with the source fail (the release is what
+    it was)."""
+    rid = publish(conn, ds, "mondrian", k=3)
+    assert all(p for _, p, _ in conn.execute("SELECT * FROM pganon.verify(%s)", (rid,)))
+    conn.execute(f'CREATE TABLE "{ds}_copy" AS TABLE "{ds}"')
+    conn.execute(f'DELETE FROM "{ds}" WHERE rid = (SELECT min(rid) FROM "{ds}")')
+    failed = {c for c, p, _ in conn.execute("SELECT * FROM pganon.verify(%s)", (rid,)) if not p}
+    assert "partition" in failed
+    assert all(p for _, p, _ in conn.execute("SELECT * FROM pganon._verify_release(%s, %s::regclass)",
+                                             (rid, f'"{ds}_copy"')))
+
+
+def test_views_made_before_stable_tables_are_rebuilt_by_the_next_promote(conn, ds):
+    """A database upgraded from issue 11 has views reading the current release's own tables;
+    the next promote rebuilds them over the stable tables, and dropping that release works."""
+    old = publish(conn, ds, "mondrian", k=3)
+    conn.execute("UPDATE pganon.release SET status = 'current' WHERE id = %s", (old,))
+    for w in ("gt", "promise"):
+        conn.execute(sql.SQL("CREATE VIEW {} AS SELECT * FROM {}").format(
+            _view(conn, ds, w), sql.SQL(relation(conn, old, w))))
+    new = publish(conn, ds, "mondrian", k=2)
+    conn.execute("SELECT pganon.promote(%s)", (new,))
+    assert sorted(conn.execute(sql.SQL("SELECT * FROM {}").format(_view(conn, ds))).fetchall()) == \
+        sorted(conn.execute(sql.SQL("SELECT * FROM {}").format(sql.SQL(relation(conn, new)))).fetchall())
+    conn.execute("SELECT pganon.drop_release(%s)", (old,))                         # nothing reads it now
+    conn.execute("SELECT pganon.drop_release(%s)", (new,))
+    for w in ("gt", "promise"):
+        assert _oid(conn, f"pganon_release.{ds}_{w}") is None
+    assert conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = 'pganon_data'::regnamespace "
+                        "AND relname LIKE %s", (f"d{_dataset_id(conn, ds)}\\_%",)).fetchone()[0] == 0
+
+
+def _dataset_id(conn, ds):
+    return conn.execute("SELECT id FROM pganon.dataset WHERE name = %s", (ds,)).fetchone()[0]

@@ -59,6 +59,11 @@ def _classes(conn, rid):
     return [out[c] for c in sorted(out)]
 
 
+def _unordered(classes):
+    """Classes without their order (class ids are random per release)."""
+    return {(frozenset(members), repr(cells)) for members, cells in classes}
+
+
 def _id_nums(conn, rid):
     return dict(conn.execute(f"SELECT DISTINCT name, id_num FROM pganon_data.r{rid}_map").fetchall())
 
@@ -95,14 +100,14 @@ def test_danonyir_reproduces_table4_and_verifies(conn, t2, params, check):
 
 def test_danonyir_kl_keeps_the_vulnerable_class_count(conn, t2):
     rid = publish(conn, t2, "danonyir", model="kl", k=3, l=3, seeds=["Ella", "Tim", "Tina"], domains={"age": [30, 39]})
-    assert sorted(map(repr, _classes(conn, rid))) == sorted(map(repr, T4))  # Handle merges Tina into {Mike, Lily, Tim}
+    assert _unordered(_classes(conn, rid)) == _unordered(T4)  # Handle merges Tina into {Mike, Lily, Tim}
     result = checks(conn, rid)
     assert all(p for p, _ in result.values()) and "ir_kl_anonymity" in result, result
 
 
 def test_danonyir_seeded_runs_are_reproducible(conn, t2):
     a, b = (publish(conn, t2, "danonyir", model="el", l=3, seed=5) for _ in range(2))
-    assert sorted(map(repr, _classes(conn, a))) == sorted(map(repr, _classes(conn, b)))   # class ids differ
+    assert _unordered(_classes(conn, a)) == _unordered(_classes(conn, b))   # class ids differ
     rec = conn.execute("SELECT params FROM pganon.release WHERE id = %s", (a,)).fetchone()[0]
     assert rec["seed"] == 5 and rec["model"] == "el" and rec["l"] == 3
 

@@ -84,9 +84,9 @@ def test_drop_unknown_rule_names_it(conn, heart):
 def test_reader_cannot_see_rules(conn, heart, db_dsn):
     catalog.set_semantic_rule(conn, heart, "H1", "cp", "in", ["a"], "c")
     conn.execute("DROP ROLE IF EXISTS sem_reader")
-    conn.execute("CREATE ROLE sem_reader LOGIN IN ROLE pganon_reader")
+    conn.execute("CREATE ROLE sem_reader LOGIN PASSWORD 'sem_reader' IN ROLE pganon_reader")
     try:
-        with psycopg.connect(db_dsn, user="sem_reader", autocommit=True) as r:
+        with psycopg.connect(db_dsn, user="sem_reader", password="sem_reader", autocommit=True) as r:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 r.execute("SELECT * FROM pganon.semantic_rules")
     finally:

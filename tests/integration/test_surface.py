@@ -44,10 +44,34 @@ def test_public_surface_matches_golden(conn):
     assert now == GOLDEN.read_text()
 
 
-def test_every_function_pins_search_path_and_none_is_definer(conn):
-    bad = [l for l in surface(conn).splitlines()
-           if l.startswith("function") and ("search_path_pinned=False" in l or "definer=True" in l)]
-    assert bad == []
+# The only SECURITY DEFINER functions, each for a reason stated in sql/055-roles.sql.
+DEFINERS = {"pganon.grant_reader(regrole)", "pganon.revoke_reader(regrole)"}
+
+
+def test_every_function_pins_search_path_and_only_the_reader_grants_are_definer(conn):
+    lines = [l for l in surface(conn).splitlines() if l.startswith("function")]
+    assert [l for l in lines if "search_path_pinned=False" in l] == []
+    assert {l.split()[1] for l in lines if "definer=True" in l} == DEFINERS
+
+
+def test_the_definers_grant_nothing_but_the_reader_role(conn, name):
+    """A member of pganon_admin may hand out pganon_reader, nothing stronger."""
+    import psycopg
+    conn.execute(f'CREATE ROLE "{name}" NOLOGIN')
+    try:
+        conn.execute("SELECT pganon.grant_reader(%s)", (name,))
+        assert conn.execute("SELECT pg_has_role(%s, 'pganon_reader', 'MEMBER') AND NOT "
+                            "pg_has_role(%s, 'pganon_admin', 'MEMBER')", (name, name)).fetchone()[0]
+        for bad in ("pganon_admin", "pganon_reader"):
+            try:
+                conn.execute("SELECT pganon.grant_reader(%s)", (bad,))
+                raise AssertionError("granted pganon_reader to " + bad)
+            except psycopg.Error as exc:
+                assert exc.sqlstate == "PA002"
+        conn.execute("SELECT pganon.revoke_reader(%s)", (name,))
+        assert not conn.execute("SELECT pg_has_role(%s, 'pganon_reader', 'MEMBER')", (name,)).fetchone()[0]
+    finally:
+        conn.execute(f'DROP ROLE "{name}"')
 
 
 def test_reader_gets_only_the_release_schema(conn):
