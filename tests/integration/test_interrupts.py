@@ -110,6 +110,28 @@ def test_statement_timeout_stops_every_family_within_a_second_in_plan_and_measur
         assert _leftovers(conn) == before                                         # nothing left
 
 
+def test_statement_timeout_anywhere_in_a_publish_stops_it_within_a_second(db_dsn, conn, source):
+    """The acceptance's "in every phase": a timeout aimed into each phase of a mondrian publish
+    (snapshot to assess) stops it within SLACK with query_canceled and leaves nothing."""
+    total, rid, phases = _run(db_dsn, source["table"], *CASES["generalized"][1:])
+    assert isinstance(rid, int), rid
+    conn.execute("SELECT pganon.drop_release(%s)", (rid,))
+    spans = _spans(phases, total)
+    before, hit = _leftovers(conn), set()
+    for start, end in spans.values():                    # the middle of each phase (or AIM into it)
+        t = start + min(AIM, (end - start) / 2)
+        elapsed, out, seen = _run(db_dsn, source["table"], *CASES["generalized"][1:], timeout_ms=t * 1000)
+        if isinstance(out, int):                         # this run was faster than the calibration
+            conn.execute("SELECT pganon.drop_release(%s)", (out,))
+            continue
+        at = [name for offset, name in seen if offset <= t]
+        hit.add(at[-1] if at else "start")
+        assert out == "57014", (t, out)
+        assert elapsed - t < SLACK, f"stopped {elapsed - t:.2f} s after a timeout at {t:.2f} s in {hit}"
+        assert _leftovers(conn) == before
+    assert len(hit) >= len(spans) // 2, (hit, spans)     # most phases were hit (short ones may be missed)
+
+
 def test_queries_above_the_bound_are_refused_before_any_work(conn, source):
     """Why 6: `queries: 1000000` ran for minutes; the workload is bounded and the refusal
     comes before the snapshot."""
