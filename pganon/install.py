@@ -26,13 +26,11 @@ from psycopg import sql
 
 import pganon_engine
 
-from . import __version__
+from . import __version__, resource_dir
 from .connection import PINNED_SEARCH_PATH, connect, resolve_dsn
 from .errors import PganonError
 
-ROOT = Path(__file__).resolve().parents[1]
-SQL_DIR = ROOT / "sql"
-MIGRATIONS_DIR = ROOT / "migrations"
+ROOT = Path(__file__).resolve().parents[1]   # the checkout, for tests; sql/ and migrations/: resource_dir
 ENGINE_DIR = Path(pganon_engine.__file__).resolve().parent
 INSTALL_LOCK = 7_413_001  # pg_advisory_xact_lock key shared by install and uninstall
 SCHEMAS = ("pganon_release", "pganon_data", "pganon")
@@ -82,7 +80,7 @@ def _engine(dsn: str | None) -> sa.Engine:
 
 def _alembic_config(conn: sa.Connection) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", str(resource_dir("migrations")))
     cfg.attributes["connection"] = conn
     return cfg
 
@@ -206,8 +204,12 @@ def install(dsn: str | None = None) -> dict:
             had_plpython = raw.execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'plpython3u'").fetchone()
             first_install = not raw.execute(
                 "SELECT pg_catalog.to_regclass('pganon._installation'::pg_catalog.text)").fetchone()[0]
-            raw.execute("CREATE EXTENSION IF NOT EXISTS plpython3u")
-            raw.execute("CREATE SCHEMA IF NOT EXISTS pganon")
+            # existence checks, not IF NOT EXISTS, whose "already exists, skipping" NOTICE every
+            # re-run would print
+            if not had_plpython:
+                raw.execute("CREATE EXTENSION plpython3u")
+            if not raw.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'pganon'").fetchone():
+                raw.execute("CREATE SCHEMA pganon")
             before = MigrationContext.configure(conn, opts={"version_table_schema": "pganon"}).get_current_revision()
             repaired = _repair_early_0001(raw)
             command.upgrade(_alembic_config(conn), "head")
@@ -220,7 +222,7 @@ def install(dsn: str | None = None) -> dict:
                 "engine_hash = EXCLUDED.engine_hash, installed_at = pg_catalog.now()",
                 (__version__, digest, bool(first_install and not had_plpython)))
             _ensure_roles(raw)
-            for path in sorted(SQL_DIR.glob("*.sql")):
+            for path in sorted(resource_dir("sql").glob("*.sql")):
                 raw.execute(path.read_text(encoding="utf-8"))
             after = MigrationContext.configure(conn, opts={"version_table_schema": "pganon"}).get_current_revision()
     finally:

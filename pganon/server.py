@@ -1,6 +1,7 @@
-"""The embedded default server: a local PostgreSQL 15 cluster in a project-local directory.
+"""The embedded default server: a local PostgreSQL 15 cluster in a directory of pganon's own.
 
-`pganon server start` makes a cluster under `.pganon/` (or `$PGANON_HOME`), listening on
+`pganon server start` makes a cluster in its home (`default_server`: `$PGANON_HOME`, else `.pganon/`
+in a source checkout, else `~/.local/share/pganon` when installed from a wheel), listening on
 127.0.0.1 only, and creates the `pganon` database with plpython3u. initdb refuses to run as
 root, so when we are root the cluster belongs to the `postgres` OS user and every server command
 runs through `runuser`.
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from . import source_checkout
 from .errors import PganonError
 
 PG_BIN = Path(os.environ.get("PGANON_PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -90,17 +92,32 @@ class LocalServer:
 
 
 def default_server() -> LocalServer:
-    """`$PGANON_HOME`, else `.pganon/` in the project, else (when the cluster owner cannot reach
-    the project, e.g. a checkout inside a 0700 directory) a per-project directory in /var/tmp."""
+    """Where the embedded server lives: `$PGANON_HOME`; else `.pganon/` in a source checkout; else
+    (installed from a wheel: never inside site-packages, which pip may replace or delete)
+    `$XDG_DATA_HOME/pganon`, by default `~/.local/share/pganon`. When the cluster owner cannot
+    reach that place (`postgres` when we are root, and a checkout or home inside a 0700 directory
+    such as /root), a directory of its own in /var/tmp instead, named by a hash of that place."""
     port = int(os.environ.get("PGANON_PORT", DEFAULT_PORT))
     if os.environ.get("PGANON_HOME"):
         return LocalServer(home=Path(os.environ["PGANON_HOME"]).resolve(), port=port)
-    project = Path(__file__).resolve().parents[1]
-    home = project / ".pganon"
-    if not _owner_can_reach(project):
-        digest = hashlib.sha1(str(project).encode()).hexdigest()[:12]
+    project = source_checkout()
+    if project is not None:
+        home, place = project / ".pganon", project
+    else:
+        data = os.environ.get("XDG_DATA_HOME", "")
+        base = Path(data) if os.path.isabs(data) else Path.home() / ".local" / "share"  # XDG: relative = unset
+        home = place = base / "pganon"
+    if not _owner_can_reach(_nearest_existing(place)):
+        digest = hashlib.sha1(str(place).encode()).hexdigest()[:12]
         home = Path("/var/tmp") / f"pganon-{digest}"
     return LocalServer(home=home, port=port)
+
+
+def _nearest_existing(path: Path) -> Path:
+    """`path`, or its nearest ancestor that exists (the home is made later, with its parents)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def _owner_can_reach(directory: Path) -> bool:

@@ -28,8 +28,8 @@ fi
 stamp=.venv/.pganon-stamp
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: installing the pganon package and its test/bench extras into .venv" >&2
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,bench]'
+  echo "setup: installing the pganon package and its test/bench/parquet extras into .venv" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,bench,parquet]'
   # pyCANON, the reference the privacy-model tests compare with, pins exact versions of a dozen
   # packages (numpy, scipy, reportlab ...); its anonymity module needs only numpy and pandas.
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps 'pycanon==1.3.6'

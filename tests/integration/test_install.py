@@ -6,7 +6,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pganon import install
+import pganon
+from pganon import install, resource_dir
 from pganon.server import PG_BIN
 
 
@@ -33,7 +34,7 @@ def test_install_twice_equals_install_once_and_uninstall_leaves_nothing(make_db)
     dsn = make_db("inst")
     before = _objects(dsn)
     first = install.install(dsn)
-    head = sorted(f.name.split("_")[0] for f in (Path(__file__).resolve().parents[2] / "migrations" / "versions").glob("0*.py"))[-1]
+    head = sorted(f.name.split("_")[0] for f in (resource_dir("migrations") / "versions").glob("0*.py"))[-1]
     assert first["catalog_revision_before"] is None and first["catalog_revision"] == head
     with psycopg.connect(dsn) as c:
         assert c.execute("SELECT pganon.version()").fetchone()[0] == install.__version__
@@ -47,6 +48,18 @@ def test_install_twice_equals_install_once_and_uninstall_leaves_nothing(make_db)
     assert after["schemas"] == before["schemas"]
     assert after["functions"] == before["functions"]
     assert after["extensions"] == before["extensions"]
+
+
+def test_sql_and_migrations_are_found_in_the_checkout_or_else_inside_the_package(monkeypatch):
+    """"Why": the wheel had no sql/ or migrations/ and install ended in an Alembic traceback.
+    tests/integration/test_wheel.py installs a real wheel; here, the lookup's two places."""
+    root = pganon.source_checkout()
+    assert root is not None and resource_dir("sql") == root / "sql" and resource_dir("migrations") == root / "migrations"
+    monkeypatch.setattr(pganon, "source_checkout", lambda: None)        # installed: inside the package
+    package = Path(pganon.__file__).resolve().parent
+    with pytest.raises(install.PganonError) as exc:                   # a checkout has no pganon/sql
+        resource_dir("sql")
+    assert str(package / "sql") in str(exc.value) and "reinstall pganon" in exc.value.hint
 
 
 def test_uninstall_keeps_plpython_the_dba_had(make_db):

@@ -92,6 +92,36 @@ def test_home_moves_out_of_a_checkout_the_cluster_owner_cannot_reach(monkeypatch
     assert server.default_server().home.name == ".pganon"
 
 
+def test_home_of_an_installed_package_is_outside_site_packages(monkeypatch):
+    """"Why": installed from a wheel, the home was `.pganon/` beside the package, in site-packages."""
+    monkeypatch.delenv("PGANON_HOME", raising=False)
+    monkeypatch.setattr(server, "source_checkout", lambda: None)      # as in an installed wheel
+    data = _new_home("xdg")
+    try:
+        monkeypatch.setenv("XDG_DATA_HOME", str(data))
+        assert server.default_server().home == data / "pganon"
+        monkeypatch.setenv("XDG_DATA_HOME", "relative/dir")             # XDG: a relative path is ignored
+        monkeypatch.setenv("HOME", str(data))
+        assert server.default_server().home == data / ".local" / "share" / "pganon"
+        monkeypatch.setenv("PGANON_HOME", str(data / "mine"))
+        assert server.default_server().home == data / "mine"
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@as_root
+def test_home_of_an_installed_package_moves_out_of_a_home_the_cluster_owner_cannot_reach(monkeypatch, tmp_path):
+    """Root's ~/.local/share is inside /root (0700): `postgres` could not reach a cluster there."""
+    monkeypatch.delenv("PGANON_HOME", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setattr(server, "source_checkout", lambda: None)
+    tmp_path.chmod(0o700)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    home = server.default_server().home
+    assert home.parent == Path("/var/tmp") and home.name.startswith("pganon-")
+    assert home == server.default_server().home                         # the same place every time
+
+
 def test_an_acknowledged_commit_survives_an_immediate_shutdown(srv, durable):
     assert _durability(srv) == {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
     with psycopg.connect(srv.dsn("postgres"), autocommit=True) as c:
