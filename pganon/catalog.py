@@ -6,17 +6,15 @@ Every function here calls the SQL function of the same name, so the rules live o
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 
 import psycopg
-import yaml
 
+from . import declaration
 from .connection import resolve_relation
 from .errors import PganonError, from_db_error
-
-TOP_KEYS = {"dataset", "source", "key_column", "person_column", "attributes", "security_levels", "level_l",
-            "dependencies", "external_factor", "delta", "zeta", "hierarchies", "semantic_rules", "policy"}
-ATTR_KEYS = {"column", "role", "kind"}
 
 
 def _call(conn: psycopg.Connection, query: str, args: tuple):
@@ -43,8 +41,15 @@ def set_attribute(conn, dataset: str, column: str, role: str, kind: str | None =
     _call(conn, "SELECT pganon.set_attribute(%s, %s, %s, %s)", (dataset, column, role, kind))
 
 
-def set_security_level(conn, dataset: str, column: str, value: str, level: int) -> None:
-    _call(conn, "SELECT pganon.set_security_level(%s, %s, %s, %s)", (dataset, column, value, level))
+def set_security_level(conn, dataset: str, column: str, value: str, level: int, force: bool = False) -> None:
+    """A value the column does not hold is refused (PA002, naming the nearest ones) unless `force`."""
+    _call(conn, "SELECT pganon.set_security_level(%s, %s, %s, %s, force => %s)",
+          (dataset, column, value, level, bool(force)))
+
+
+def set_default_level(conn, dataset: str, column: str, level: int | None) -> None:
+    """The level of the SA's values that have none of their own; None: the highest level."""
+    _call(conn, "SELECT pganon.set_default_level(%s, %s, %s)", (dataset, column, level))
 
 
 def set_level_l(conn, dataset: str, level: int, l: int) -> None:
@@ -67,8 +72,19 @@ def set_dependency(conn, dataset: str, column: str, identified_by: list[str]) ->
     _call(conn, "SELECT pganon.set_dependency(%s, %s, %s::text[])", (dataset, column, list(identified_by)))
 
 
-def set_external_factor(conn, dataset: str, column: str, chi: float | None) -> None:
-    _call(conn, "SELECT pganon.set_external_factor(%s, %s, %s)", (dataset, column, chi))
+def set_external_factor(conn, dataset: str, column: str, chi: float | Decimal | str | None) -> None:
+    """chi is sent as numeric: a Python float would be sent as float8, for which PostgreSQL finds
+    no pganon.set_external_factor(..., numeric) (issue 13)."""
+    if chi is not None:
+        if isinstance(chi, bool):
+            raise PganonError(f"chi must be a number, not {chi}", sqlstate="PA002")
+        try:
+            chi = Decimal(str(chi))
+        except ArithmeticError:
+            raise PganonError(f"chi must be a number, not {chi!r}", sqlstate="PA002") from None
+        if not chi.is_finite():
+            raise PganonError(f"chi must be a finite number, not {chi}", sqlstate="PA002")
+    _call(conn, "SELECT pganon.set_external_factor(%s, %s, %s::numeric)", (dataset, column, chi))
 
 
 def set_delta(conn, dataset: str, column: str | None) -> None:
@@ -92,19 +108,6 @@ def drop_semantic_rule(conn, dataset: str, rule_id: str) -> None:
 def semantic_rules(conn, dataset: str | None = None) -> list[tuple]:
     return _call(conn, "SELECT dataset, rule_id, column_name, predicate, vals, category FROM pganon.semantic_rules "
                  "WHERE %s::text IS NULL OR dataset = %s", (dataset, dataset))
-
-
-def _apply_semantic_rules(conn, name: str, entries) -> int:
-    """`semantic_rules:` a list of {id, column, predicate, values, category}."""
-    if not isinstance(entries, list):
-        raise PganonError("semantic_rules must be a list of {id, column, predicate, values, category}")
-    for e in entries:
-        missing = [k for k in ("id", "column", "predicate", "values", "category") if not isinstance(e, dict) or k not in e]
-        if missing:
-            raise PganonError(f"semantic rule {e.get('id') if isinstance(e, dict) else e!r} lacks {missing}")
-        vals = e["values"] if isinstance(e["values"], list) else [e["values"]]
-        set_semantic_rule(conn, name, str(e["id"]), e["column"], e["predicate"], vals, e["category"])
-    return len(entries)
 
 
 def set_hierarchy(conn, dataset: str, column: str, csv: str, sep: str = ";") -> dict:
@@ -135,100 +138,93 @@ def check(conn, relation: str, qis: list[str], sas: list[str], model: str, param
                  (resolve_relation(conn, relation), qis, sas, model, json.dumps(params or {})))[0][0]
 
 
-def _apply_hierarchies(conn, name: str, entries, base: Path) -> int:
-    """`hierarchies:` maps a column to {file: CSV path relative to the spec file[, sep]} or to
-    {builder: intervals | dates | redaction[, params: {...}]}."""
-    if not isinstance(entries, dict):
-        raise PganonError("hierarchies must map a column to {file: ...} or {builder: ...}")
-    for column, h in entries.items():
-        if isinstance(h, str):
-            h = {"file": h}
-        if not isinstance(h, dict) or ("file" in h) == ("builder" in h):
-            raise PganonError(f"hierarchies.{column} needs exactly one of 'file' or 'builder'")
-        if "file" in h:
-            path = base / h["file"]
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise PganonError(f"hierarchies.{column}: cannot read {path}: {exc.strerror}") from None
-            set_hierarchy(conn, name, column, text, h.get("sep", ";"))
-        else:
-            build_hierarchy(conn, name, column, h["builder"], h.get("params"))
-    return len(entries)
-
-
 def drop_dataset(conn, dataset: str) -> None:
     _call(conn, "SELECT pganon.drop_dataset(%s)", (dataset,))
 
 
 def read_spec(path: str | Path) -> dict:
-    """Read a declarative dataset file (YAML or JSON) and check its shape."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PganonError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        spec = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise PganonError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
-    if not isinstance(spec, dict):
-        raise PganonError(f"{path}: expected a mapping at the top level")
-    extra = set(spec) - TOP_KEYS
-    if extra:
-        raise PganonError(f"{path}: unknown keys {sorted(extra)}", hint=f"allowed: {sorted(TOP_KEYS)}")
-    for key in ("dataset", "source", "key_column"):
-        if not spec.get(key):
-            raise PganonError(f"{path}: '{key}' is required")
-    for i, attr in enumerate(spec.get("attributes") or []):
-        if not isinstance(attr, dict) or "column" not in attr or "role" not in attr:
-            raise PganonError(f"{path}: attribute #{i + 1} needs 'column' and 'role'")
-        if set(attr) - ATTR_KEYS:
-            raise PganonError(f"{path}: attribute {attr['column']!r} has unknown keys {sorted(set(attr) - ATTR_KEYS)}")
-    return spec
+    """Read a declaration file (YAML or JSON) and check it against `declaration.SCHEMA`: every
+    problem with its line, before anything is written; values stay the text written."""
+    return declaration.read(path)
 
 
-def apply(conn: psycopg.Connection, path: str | Path, source: str | None = None) -> dict:
-    """Declare a dataset from a file in one transaction: all of it, or nothing."""
-    spec = read_spec(path)
+@contextmanager
+def _at(path, lines: dict, *loc):
+    """Errors the database raises while applying one entry of the file name its line."""
+    try:
+        yield
+    except PganonError as exc:
+        line = lines.get(loc)
+        exc.args = (f"{path}:{line}: {exc.args[0]}" if line else f"{path}: {exc.args[0]}",) + exc.args[1:]
+        raise
+
+
+def apply(conn: psycopg.Connection, path: str | Path, source: str | None = None, force: bool = False) -> dict:
+    """Declare a dataset from a file in one transaction: all of it, or nothing. `force` (or
+    `force: true` in the file) accepts security levels for values the column does not hold."""
+    spec, lines = declaration.read_located(path)
     name = spec["dataset"]
+    force = bool(force or spec.get("force"))
     with conn.transaction():
-        register_dataset(conn, name, source or spec["source"], spec["key_column"], spec.get("person_column"))
+        with _at(path, lines, "dataset"):
+            register_dataset(conn, name, source or spec["source"], spec["key_column"], spec.get("person_column"))
         # Re-applying replaces the declaration: levels and attributes not in the file are removed.
         _call(conn, "DELETE FROM pganon.attribute WHERE dataset_id = pganon._dataset_id(%s)", (name,))
         _call(conn, "DELETE FROM pganon.level_l WHERE dataset_id = pganon._dataset_id(%s)", (name,))
-        level_l = {int(k): int(v) for k, v in (spec.get("level_l") or {0: 1, 1: 2, 2: 3}).items()}
+        level_l = spec.get("level_l") or dict(declaration.DEFAULT_LEVEL_L)
         for level in sorted(level_l):  # ascending, so the monotonicity check sees each prefix
-            set_level_l(conn, name, level, level_l[level])
-        for attr in spec.get("attributes") or []:
-            set_attribute(conn, name, attr["column"], attr["role"], attr.get("kind"))
+            with _at(path, lines, "level_l", level):
+                set_level_l(conn, name, level, level_l[level])
+        attributes = spec.get("attributes") or []
+        for i, attr in enumerate(attributes):
+            with _at(path, lines, "attributes", i):
+                set_attribute(conn, name, attr["column"], attr["role"], attr.get("kind"))
+        for i, attr in enumerate(attributes):
+            if attr.get("default_level") is not None:
+                with _at(path, lines, "attributes", i, "default_level"):
+                    set_default_level(conn, name, attr["column"], attr["default_level"])
         n_levels = 0
         for column, by_level in (spec.get("security_levels") or {}).items():
-            if not isinstance(by_level, dict):
-                raise PganonError(f"security_levels.{column} must map a level to a list of values")
             for level, values in by_level.items():
-                for value in values or []:
-                    set_security_level(conn, name, column, str(value), int(level))
+                for j, value in enumerate(values or []):
+                    with _at(path, lines, "security_levels", column, level, j):
+                        set_security_level(conn, name, column, value, level, force=force)
                     n_levels += 1
         _call(conn, "DELETE FROM pganon.sa_linking WHERE dataset_id = pganon._dataset_id(%s)", (name,))
         deps = spec.get("dependencies") or {}
-        if not isinstance(deps, dict):
-            raise PganonError("dependencies must map a sensitive attribute to the list of SAs that identify it")
         for column, by in deps.items():
-            set_dependency(conn, name, column, [by] if isinstance(by, str) else list(by or []))
+            with _at(path, lines, "dependencies", column):
+                set_dependency(conn, name, column, by or [])
         for column, chi in (spec.get("external_factor") or {}).items():
-            set_external_factor(conn, name, column, chi)
+            with _at(path, lines, "external_factor", column):
+                set_external_factor(conn, name, column, chi)
         if spec.get("delta"):
-            set_delta(conn, name, spec["delta"])
+            with _at(path, lines, "delta"):
+                set_delta(conn, name, spec["delta"])
         if spec.get("zeta") is not None:
-            set_zeta(conn, name, list(spec["zeta"]))
-        n_hier = _apply_hierarchies(conn, name, spec.get("hierarchies") or {}, Path(path).parent)
+            with _at(path, lines, "zeta"):
+                set_zeta(conn, name, spec["zeta"])
+        hierarchies = spec.get("hierarchies") or {}
+        for column, h in hierarchies.items():
+            with _at(path, lines, "hierarchies", column):
+                if "file" in h:
+                    csv = Path(path).parent / h["file"]
+                    try:
+                        text = csv.read_text(encoding="utf-8")
+                    except (OSError, UnicodeDecodeError) as exc:
+                        raise PganonError(f"hierarchies: {column}: cannot read {csv}: {exc}",
+                                          sqlstate="PA001") from None
+                    set_hierarchy(conn, name, column, text, h["sep"])
+                else:
+                    build_hierarchy(conn, name, column, h["builder"], h["params"])
         _call(conn, "DELETE FROM pganon.semantic_rule WHERE dataset_id = pganon._dataset_id(%s)", (name,))
-        n_rules = _apply_semantic_rules(conn, name, spec.get("semantic_rules") or [])
-        policy = spec.get("policy") or {}
-        if not isinstance(policy, dict):
-            raise PganonError("policy must map risk measures to thresholds (numbers in [0, 1] or null)")
-        set_policy(conn, name, policy)
-    return {"dataset": name, "attributes": len(spec.get("attributes") or []), "security_levels": n_levels,
-            "level_l": level_l, "dependencies": len(deps), "hierarchies": n_hier, "semantic_rules": n_rules,
-            "policy": policy}
+        rules = spec.get("semantic_rules") or []
+        for i, r in enumerate(rules):
+            with _at(path, lines, "semantic_rules", i):
+                set_semantic_rule(conn, name, r["id"], r["column"], r["predicate"], r["values"], r["category"])
+        policy = {k: None if v is None else float(v) for k, v in (spec.get("policy") or {}).items()}
+        with _at(path, lines, "policy"):
+            set_policy(conn, name, policy)
+    return {"dataset": name, "attributes": len(attributes), "security_levels": n_levels,
+            "level_l": level_l, "dependencies": len(deps), "hierarchies": len(hierarchies),
+            "semantic_rules": len(rules), "policy": policy}

@@ -131,6 +131,8 @@ BEGIN
           coalesce((SELECT max(x.position) + 1 FROM pganon.attribute x WHERE x.dataset_id = did), 1))
   ON CONFLICT (dataset_id, column_name) DO UPDATE SET role = EXCLUDED.role, kind = EXCLUDED.kind;
   IF role <> 'sensitive' THEN
+    UPDATE pganon.attribute a SET default_level = NULL
+     WHERE a.dataset_id = did AND a.column_name = set_attribute.column_name AND a.default_level IS NOT NULL;
     DELETE FROM pganon.security_level s WHERE s.dataset_id = did AND s.column_name = set_attribute.column_name;
     DELETE FROM pganon.sa_dependency s WHERE s.dataset_id = did
        AND set_attribute.column_name IN (s.column_name, s.identified_by);
@@ -140,7 +142,94 @@ COMMENT ON FUNCTION pganon.set_attribute(text, text, text, text) IS
   'Declare a column''s role (identifier | quasi | sensitive | insensitive) and kind (numeric | categorical | date; '
   'inferred from the column type when NULL). Declaration order is kept: sensitive attributes are used in it.';
 
-CREATE OR REPLACE FUNCTION pganon.set_security_level(dataset text, column_name text, value text, level int)
+CREATE OR REPLACE FUNCTION pganon._shown_value(value text) RETURNS text
+LANGUAGE sql IMMUTABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+  -- one user value for a message: quoted, cut to 40 characters with its length (a sensitive
+  -- value can be megabytes; the message goes to the client and the server log whole)
+  SELECT CASE WHEN length(value) <= 40 THEN quote_literal(value)
+              ELSE quote_literal(left(value, 40)) || format('... (%s characters)', length(value)) END
+$$;
+COMMENT ON FUNCTION pganon._shown_value(text) IS
+  'Internal: a value for an error message, quoted and cut to 40 characters.';
+
+CREATE OR REPLACE FUNCTION pganon._nearest_values(value text, candidates text[]) RETURNS text[]
+LANGUAGE plpython3u IMMUTABLE STRICT SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+# The (at most three) candidates closest to value, closest first: a misspelt sensitive value
+# ('HIVV') is named with the values the column does hold ('HIV'). Standard library only.
+import difflib
+near = difflib.get_close_matches(value, candidates, n=3, cutoff=0.5)
+if not near:
+    folded = value.casefold()
+    near = [c for c in candidates if folded in c.casefold() or c.casefold() in folded][:3]
+return near
+$$;
+COMMENT ON FUNCTION pganon._nearest_values(text, text[]) IS
+  'Internal: the candidates closest to a value (difflib), for "did you mean" in error messages.';
+
+CREATE OR REPLACE FUNCTION pganon._check_value_occurs(dataset_id int, column_name text, value text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+-- Refuse (PA002) a value the dataset's column never holds, naming the nearest ones. The source
+-- is read the way publish reads it (issue 12, roles.py): with the rights of the dataset's owner
+-- (a SET LOCAL ROLE, undone when this function returns), only columns that role may SELECT, and
+-- never through a view or foreign table of another role (its code would run as the owner).
+-- VOLATILE: it switches roles.
+DECLARE
+  src regclass;
+  ds text;
+  own text;
+  r record;
+  found boolean;
+  near text[];
+BEGIN
+  SELECT d.source, d.name INTO src, ds FROM pganon.dataset d WHERE d.id = _check_value_occurs.dataset_id;
+  own := pganon._owner_to_act_as(_check_value_occurs.dataset_id);
+  IF own IS NOT NULL THEN
+    EXECUTE format('SET LOCAL ROLE %I', own);
+  END IF;
+  SELECT c.relkind::text AS kind, pg_catalog.pg_get_userbyid(c.relowner) AS owner,
+         c.relowner = (SELECT x.oid FROM pg_catalog.pg_roles x WHERE x.rolname = current_user) AS mine
+    INTO r FROM pg_catalog.pg_class c WHERE c.oid = src;
+  IF r.kind IN ('v', 'f') AND NOT r.mine THEN
+    RAISE EXCEPTION 'the source of dataset %, %, is a % owned by %: reading it to check the value would run that '
+                    'role''s code with the rights of the dataset''s owner', ds, src,
+                    CASE r.kind WHEN 'v' THEN 'view' ELSE 'foreign table' END, r.owner USING ERRCODE = 'PA002',
+      HINT = format('register the dataset as %s, or copy the rows into a table the dataset''s owner owns '
+                    '(CREATE TABLE ... AS SELECT); force => true sets the level unchecked', r.owner);
+  END IF;
+  IF NOT pg_catalog.has_column_privilege(current_user, src, column_name, 'SELECT') THEN
+    RAISE EXCEPTION 'role % cannot read column "%" of %, so the value cannot be checked', current_user,
+      column_name, src USING ERRCODE = 'PA002',
+      HINT = 'ask the table''s owner for GRANT SELECT, or pass force => true to set the level unchecked';
+  END IF;
+  EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE %I::text = $1)', src, column_name) INTO found USING value;
+  IF found THEN
+    RETURN;
+  END IF;
+  EXECUTE format('SELECT array_agg(v ORDER BY v) FROM (SELECT DISTINCT %1$I::text AS v FROM %2$s '
+                 'WHERE %1$I IS NOT NULL LIMIT 10000) x', column_name, src) INTO near;
+  near := pganon._nearest_values(value, coalesce(near, '{}'));
+  RAISE EXCEPTION '%', format('value %s never occurs in column "%s" of %s', pganon._shown_value(value),
+                              column_name, src)
+    || CASE WHEN cardinality(near) > 0
+            THEN '; nearest: ' || (SELECT string_agg(pganon._shown_value(n), ', ' ORDER BY o)
+                                     FROM unnest(near) WITH ORDINALITY u(n, o))
+            ELSE '' END
+    USING ERRCODE = 'PA002',
+    HINT = 'correct the value, or pass force => true to give a level to a value the column does not hold yet';
+END $$;
+COMMENT ON FUNCTION pganon._check_value_occurs(int, text, text) IS
+  'Internal: refuse a value the dataset''s column never holds (read with the owner''s rights), naming the nearest.';
+
+DO $$ BEGIN   -- gained force; an existence check, not IF EXISTS (its NOTICE on every install)
+  IF pg_catalog.to_regprocedure('pganon.set_security_level(text, text, text, int)') IS NOT NULL THEN
+    DROP FUNCTION pganon.set_security_level(text, text, text, int);
+  END IF;
+END $$;
+CREATE OR REPLACE FUNCTION pganon.set_security_level(dataset text, column_name text, value text, level int,
+                                                     force boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -149,7 +238,8 @@ DECLARE
   did int := pganon._dataset_id(dataset);
   r text;
 BEGIN
-  SELECT a.role INTO r FROM pganon.attribute a WHERE a.dataset_id = did AND a.column_name = set_security_level.column_name;
+  SELECT a.role INTO r FROM pganon.attribute a
+   WHERE a.dataset_id = did AND a.column_name = set_security_level.column_name;
   IF r IS NULL OR r <> 'sensitive' THEN
     RAISE EXCEPTION 'column "%" is not a sensitive attribute of dataset "%"', column_name, dataset
       USING ERRCODE = 'PA001', HINT = 'declare it first with pganon.set_attribute(dataset, column, ''sensitive'')';
@@ -164,6 +254,11 @@ BEGIN
     RAISE EXCEPTION 'security level % of dataset "%" has no l', level, dataset USING ERRCODE = 'PA003',
       HINT = format('set it first: SELECT pganon.set_level_l(%L, %s, l)', dataset, level);
   END IF;
+  -- A level for a value the column never holds is almost always a typo ('HIVV'): refused,
+  -- naming the nearest values, unless forced (a value expected later, a sample of the table).
+  IF NOT coalesce(force, false) THEN
+    PERFORM pganon._check_value_occurs(did, column_name, value);
+  END IF;
   -- the key is md5(value) (migration 0007: values of any length); a different value with the
   -- same md5 is refused, never overwritten
   INSERT INTO pganon.security_level AS s (dataset_id, column_name, value, level)
@@ -176,8 +271,63 @@ BEGIN
       HINT = 'publish from a view that changes one of the two values';
   END IF;
 END $$;
-COMMENT ON FUNCTION pganon.set_security_level(text, text, text, int) IS
-  'Give one value of a sensitive attribute its security level (0 = no requirement ... higher = stronger).';
+COMMENT ON FUNCTION pganon.set_security_level(text, text, text, int, boolean) IS
+  'Give one value of a sensitive attribute its security level (0 = no requirement ... higher = stronger). '
+  'A value the column does not hold is refused unless force => true. Values without a level get the '
+  'attribute''s default level (pganon.set_default_level), else the highest level.';
+
+CREATE OR REPLACE FUNCTION pganon.set_default_level(dataset text, column_name text, level int) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  did int := pganon._dataset_id(dataset);
+  r text;
+BEGIN
+  SELECT a.role INTO r FROM pganon.attribute a
+   WHERE a.dataset_id = did AND a.column_name = set_default_level.column_name;
+  IF r IS NULL OR r <> 'sensitive' THEN
+    RAISE EXCEPTION 'column "%" is not a sensitive attribute of dataset "%"', column_name, dataset
+      USING ERRCODE = 'PA001', HINT = 'declare it first with pganon.set_attribute(dataset, column, ''sensitive'')';
+  END IF;
+  IF level < 0 THEN
+    RAISE EXCEPTION 'default level must be a non-negative integer or NULL, not %', level USING ERRCODE = 'PA002',
+      HINT = 'NULL gives unlisted values the highest level';
+  END IF;
+  IF level IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pganon.level_l x WHERE x.dataset_id = did
+                                                                        AND x.level = set_default_level.level) THEN
+    RAISE EXCEPTION 'security level % of dataset "%" has no l', level, dataset USING ERRCODE = 'PA003',
+      HINT = format('set it first: SELECT pganon.set_level_l(%L, %s, l)', dataset, level);
+  END IF;
+  UPDATE pganon.attribute a SET default_level = level
+   WHERE a.dataset_id = did AND a.column_name = set_default_level.column_name;
+END $$;
+COMMENT ON FUNCTION pganon.set_default_level(text, text, int) IS
+  'The security level of the values of a sensitive attribute that have none of their own. '
+  'NULL (the default): the highest level with an l, the most protective.';
+
+CREATE OR REPLACE FUNCTION pganon._default_level(dataset_id int, column_name text) RETURNS int
+LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT coalesce((SELECT a.default_level FROM pganon.attribute a
+                    WHERE a.dataset_id = $1 AND a.column_name = $2::name),
+                  (SELECT max(x.level) FROM pganon.level_l x WHERE x.dataset_id = $1))
+$$;
+COMMENT ON FUNCTION pganon._default_level(int, text) IS
+  'Internal: the level of a sensitive attribute''s values without one: its default_level, else the highest level.';
+
+CREATE OR REPLACE FUNCTION pganon._effective_level(dataset_id int, column_name text, value text) RETURNS int
+LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+  -- The one definition of a sensitive value's security level, read by publish (lsl.py), verify
+  -- (040-verify.sql) and risk (risk.py): its own level, else the attribute's default. Callers
+  -- call it once per distinct value, not per row.
+  SELECT coalesce((SELECT s.level FROM pganon.security_level s
+                    WHERE s.dataset_id = $1 AND s.column_name = $2::name AND md5(s.value) = md5($3) AND s.value = $3),
+                  pganon._default_level($1, $2))
+$$;
+COMMENT ON FUNCTION pganon._effective_level(int, text, text) IS
+  'Internal: the security level of one value of a sensitive attribute (its own, else the default level).';
 
 CREATE OR REPLACE FUNCTION pganon.set_level_l(dataset text, level int, l int) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
@@ -222,6 +372,8 @@ COMMENT ON FUNCTION pganon.drop_dataset(text) IS 'Forget a dataset, its metadata
 CREATE OR REPLACE VIEW pganon.attributes AS
 SELECT d.name AS dataset, a.column_name, a.role, a.kind, a.position,
        (SELECT count(*) FROM pganon.security_level s
-         WHERE s.dataset_id = a.dataset_id AND s.column_name = a.column_name) AS values_with_level
+         WHERE s.dataset_id = a.dataset_id AND s.column_name = a.column_name) AS values_with_level,
+       -- the level of the values without one (the declared default, else the highest level)
+       CASE WHEN a.role = 'sensitive' THEN pganon._default_level(a.dataset_id, a.column_name) END AS default_level
   FROM pganon.attribute a JOIN pganon.dataset d ON d.id = a.dataset_id
  ORDER BY d.name, a.position;

@@ -1,7 +1,21 @@
 -- Publishing: the PL/Python entry point and the view swap it ends with.
 
-DROP FUNCTION IF EXISTS pganon._publish(text, text, jsonb);  -- replaced by pganon._call('publish')
-DROP FUNCTION IF EXISTS pganon.publish(text, text, jsonb);    -- gained the promote argument
+-- Functions of earlier versions, dropped where an upgrade finds them: an existence check, not
+-- DROP ... IF EXISTS, whose "does not exist, skipping" NOTICE every fresh install would print.
+DO $$
+DECLARE f regprocedure;
+BEGIN
+  FOR f IN SELECT x FROM unnest(ARRAY[
+             pg_catalog.to_regprocedure('pganon._publish(text, text, jsonb)'),   -- replaced by pganon._call('publish')
+             pg_catalog.to_regprocedure('pganon.publish(text, text, jsonb)'),    -- gained the promote argument
+             pg_catalog.to_regprocedure('pganon._expose(text, text, text)'),     -- became _expose(bigint)
+             pg_catalog.to_regprocedure('pganon._expose(text, jsonb)'),
+             pg_catalog.to_regprocedure('pganon._audit(bigint, text)')]) AS x    -- replaced by pganon._call('audit')
+           WHERE x IS NOT NULL LOOP
+    EXECUTE format('DROP FUNCTION %s', f);
+  END LOOP;
+END $$;
+
 CREATE OR REPLACE FUNCTION pganon.publish(dataset text, method text, params jsonb DEFAULT '{}',
                                           promote boolean DEFAULT false)
 RETURNS bigint
@@ -227,8 +241,6 @@ $$;
 COMMENT ON FUNCTION pganon._dependents(regclass[]) IS
   'Internal: the views built on some of the relations, other than those relations themselves.';
 
-DROP FUNCTION IF EXISTS pganon._expose(text, text, text);
-DROP FUNCTION IF EXISTS pganon._expose(text, jsonb);
 CREATE OR REPLACE FUNCTION pganon._expose(release bigint) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -341,7 +353,6 @@ END $$;
 COMMENT ON FUNCTION pganon._hide(int, text) IS
   'Internal (drop_release of the current release): drop the dataset''s views and stable tables.';
 
-DROP FUNCTION IF EXISTS pganon._audit(bigint, text);  -- replaced by pganon._call('audit')
 CREATE OR REPLACE FUNCTION pganon.audit(release bigint, delta text DEFAULT NULL) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pganon._call('audit', jsonb_build_object('release', release, 'delta', delta)) $$;

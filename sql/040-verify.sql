@@ -60,6 +60,9 @@ DECLARE
   gt_cols text := '';
   src_cols text := '';
   contain text := 'true';
+  gsel text := '';
+  convert boolean := false;
+  sp record;
   sa_cols text;
   coltype text;
 BEGIN
@@ -81,13 +84,14 @@ BEGIN
                    ELSE format('%s group(s) below l = %s, e.g. %s', k, lbase, detail) END;
     RETURN NEXT;
   END IF;
-  -- L_sl: each value's l comes from the catalog (the l of its security level), never from the
-  -- release's own level table; a value without a level gets no l and fails.
+  -- L_sl: each value's l comes from the catalog (the l of its effective security level,
+  -- pganon._effective_level, looked up once per distinct value), never from the release's own
+  -- level table; a value without a level gets no l and fails.
   SELECT string_agg(CASE WHEN lsl THEN format(
            'SELECT st.group_id, %1$L AS sa, st.%2$I::text AS v, sum(st.count) AS c, max(cl.l) AS l FROM %3$s st
-              LEFT JOIN pganon.security_level cs ON cs.dataset_id = %4$s AND cs.column_name = %1$L
-                                                AND cs.value = st.%2$I::text
-              LEFT JOIN pganon.level_l cl ON cl.dataset_id = cs.dataset_id AND cl.level = cs.level
+              LEFT JOIN (SELECT x.v, pganon._effective_level(%4$s, %1$L, x.v) AS level
+                           FROM (SELECT DISTINCT %2$I::text AS v FROM %3$s) x) cs ON cs.v = st.%2$I::text
+              LEFT JOIN pganon.level_l cl ON cl.dataset_id = %4$s AND cl.level = cs.level
              WHERE cl.l IS DISTINCT FROM 1 GROUP BY 1, 3', x, x, st, dataset_id)
          ELSE format('SELECT group_id, %L AS sa, %I::text AS v, sum(count) AS c, %s AS l FROM %s
                        WHERE %s > 1 GROUP BY 1, 3', x, x, coalesce(lbase, 0), st, coalesce(lbase, 0)) END,
@@ -130,11 +134,17 @@ BEGIN
     src_cols := src_cols || format(', s.%I', q->>'column');
     SELECT format_type(a.atttypid, a.atttypmod) INTO coltype FROM pg_attribute a
      WHERE a.attrelid = gt AND a.attname = q->>'column';
+    -- a range cell and its records are compared in the cell's range type, or in one space per
+    -- kind when the column's type changed since (pganon._verify_space: cells converted once per group)
+    sp := pganon._verify_space(q->>'kind', gt, source, q->>'column');
     contain := contain || CASE
-      WHEN coltype LIKE '%range' THEN format(' AND g.%I @> s.%I%s', q->>'column', q->>'column',
-                                             CASE WHEN coltype = 'numrange' THEN '::numeric' ELSE '' END)
+      WHEN coltype LIKE '%range' THEN format(' AND g.%I @> s.%I::%s', q->>'column', q->>'column', sp.subtype)
       WHEN coltype LIKE '%[]' THEN format(' AND s.%I::text = ANY (g.%I)', q->>'column', q->>'column')
       ELSE format(' AND g.%I = s.%I', q->>'column', q->>'column') END;
+    gsel := gsel || CASE WHEN coltype LIKE '%range' AND sp.convert
+      THEN format(', %1$I::text::%2$s AS %1$I', q->>'column', sp.range_type)
+      ELSE format(', %I', q->>'column') END;
+    convert := convert OR (coltype LIKE '%range' AND sp.convert);
   END LOOP;
   SELECT string_agg(format(', %I', x), ''), string_agg(format(', s.%I', x), '') INTO sa_cols, ex
     FROM jsonb_array_elements_text(lay->'sas') x;
@@ -173,8 +183,11 @@ BEGIN
   -- the published rows are the source rows of their group (exact, or contained in the generalization)
   IF (lay->>'generalized')::boolean THEN
     EXECUTE format('SELECT count(*) FROM %s m JOIN %s s USING (%I)
-                    JOIN (SELECT DISTINCT ON (group_id) * FROM %s ORDER BY group_id) g USING (group_id)
-                    WHERE NOT (%s)', map, source, keycol, gt, contain) INTO k;
+                    JOIN (SELECT group_id%s FROM (SELECT DISTINCT ON (group_id) * FROM %s ORDER BY group_id) x%s) g
+                      USING (group_id)
+                    WHERE NOT (%s)', map, source, keycol, gsel, gt,
+                   CASE WHEN convert THEN ' OFFSET 0' ELSE '' END,   -- converted cells: once per group
+                   contain) INTO k;
     passed := k = 0 AND gt_n = n AND gt_hg = src_hg;
   ELSE
     k := NULL;
@@ -225,7 +238,7 @@ DECLARE
   keycol text := lay->>'key';
   k int := (lay->>'k')::int;
   priv jsonb := lay->'privacy';
-  qcols text; cover text := ''; ctes text := ''; hjoins text := ''; qi jsonb; sa text; i int := 0;
+  qcols text; cover text := ''; ctes text := ''; hjoins text := ''; vsel text := ''; sp record; qi jsonb; sa text; i int := 0;
   n bigint; m bigint; bad bigint; bad2 bigint; ex text; val float8;
 BEGIN
   SELECT string_agg(format('%I', x->>'column'), ', ') INTO qcols FROM jsonb_array_elements(lay->'qis') x;
@@ -292,23 +305,28 @@ BEGIN
   FOR qi IN SELECT * FROM jsonb_array_elements(lay->'qis') LOOP
     i := i + 1;
     IF qi->>'form' = 'range' THEN
-      -- the record's value in the range's own subtype (a smallint or real QI is published as an
-      -- int4range / numrange, and <@ does not cast across types)
-      cover := cover || format(' OR NOT s.%1$I::%2$s <@ v.%1$I', qi->>'column',
-                               (SELECT format_type(r.rngsubtype, NULL) FROM pg_attribute a JOIN pg_range r ON r.rngtypid = a.atttypid
-                                 WHERE a.attrelid = gt AND a.attname = qi->>'column'));
+      -- cell and record in the cell's range type (a smallint value as an integer in its int4range),
+      -- or in one space per kind when the column's type changed since (pganon._verify_space)
+      sp := pganon._verify_space(qi->>'kind', gt, source, qi->>'column');
+      cover := cover || format(' OR NOT s.%1$I::%2$s <@ v.%1$I', qi->>'column', sp.subtype);
+      vsel := vsel || CASE WHEN sp.convert THEN format(', %1$I::text::%2$s AS %1$I', qi->>'column', sp.range_type)
+                           ELSE format(', %I', qi->>'column') END;
     ELSIF qi->>'form' = 'values' THEN
       cover := cover || format(' OR NOT s.%1$I::text = ANY (v.%1$I)', qi->>'column');
+      vsel := vsel || format(', %I', qi->>'column');
     ELSE  -- a hierarchy label: the record's value must be a leaf below it
+      vsel := vsel || format(', %I', qi->>'column');
       ctes := ctes || format(', h%s AS (SELECT * FROM pganon._hierarchy_closure(%s, %L))', i, dataset_id, qi->>'column');
       hjoins := hjoins || format(' LEFT JOIN h%1$s ON h%1$s.node = v.%2$I AND h%1$s.leaf = s.%2$I::text', i, qi->>'column');
       cover := cover || format(' OR h%s.node IS NULL', i);
     END IF;
   END LOOP;
   EXECUTE format('SELECT count(*) FROM (SELECT class_id FROM %s GROUP BY class_id HAVING count(DISTINCT ROW(%s)) > 1) x', gt, qcols) INTO bad;
-  EXECUTE format('WITH v AS (SELECT DISTINCT ON (class_id) * FROM %1$s ORDER BY class_id)%6$s
+  -- MATERIALIZED where cells are converted: once per class, not once per record
+  EXECUTE format('WITH v AS %9$s (SELECT class_id%8$s FROM (SELECT DISTINCT ON (class_id) * FROM %1$s ORDER BY class_id) x)%6$s
                   SELECT count(*) FROM %2$s m JOIN %3$s s USING (%4$I) LEFT JOIN v USING (class_id)%7$s
-                   WHERE v.class_id IS NULL%5$s', gt, map, source, keycol, cover, ctes, hjoins) INTO bad2;
+                   WHERE v.class_id IS NULL%5$s', gt, map, source, keycol, cover, ctes, hjoins, vsel,
+                 CASE WHEN vsel LIKE '%::text::%' THEN 'MATERIALIZED' ELSE '' END) INTO bad2;
   EXECUTE format('SELECT count(*) FROM (SELECT class_id, %1$s, count(*) AS c FROM %2$s GROUP BY class_id, %1$s) g
                     FULL JOIN (SELECT m.class_id, %3$s, count(*) AS c FROM %4$s m JOIN %5$s s USING (%6$I) GROUP BY m.class_id, %3$s) r
                     USING (class_id, %1$s) WHERE g.c IS DISTINCT FROM r.c',
@@ -322,6 +340,84 @@ BEGIN
 
   RETURN QUERY SELECT * FROM pganon._verify_no_identifiers(ARRAY[gt], keycol, dataset_id);
 END $$;
+
+CREATE OR REPLACE FUNCTION pganon._verify_space(kind text, cell regclass, source regclass, col text,
+                                                OUT range_type text, OUT subtype text, OUT convert boolean)
+LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+  -- The verifier's own type mapping (independent of the engine's coltypes.py): how a range cell
+  -- of column `col` of relation `cell` and the values of `col` in `source` (the base type of a
+  -- domain) are compared. Where the cell's range type holds every value of the source's type
+  -- (int4range: smallint, integer; int8range: any integer; numrange: any number, real and double
+  -- precision cast to numeric, the cast the engine builds their cells with, so no float is ever
+  -- compared; daterange: date; tsrange: timestamp; tstzrange: timestamptz), in that range type
+  -- (convert false). Otherwise (the column's type changed since the release) in one space per
+  -- kind, the cell read through its text (convert true): numeric as numrange over numeric, date
+  -- as tstzrange over timestamptz (in the session's time zone on both sides).
+  WITH t AS (
+    SELECT (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = cell AND a.attname = col) AS c,
+           (SELECT CASE WHEN y.typtype = 'd' THEN y.typbasetype ELSE y.oid END FROM pg_attribute a
+              JOIN pg_type y ON y.oid = a.atttypid WHERE a.attrelid = source AND a.attname = col) AS s)
+  SELECT CASE WHEN d.direct THEN format_type(t.c, NULL) WHEN kind = 'date' THEN 'tstzrange' ELSE 'numrange' END,
+         CASE WHEN d.direct THEN format_type(r.rngsubtype, NULL) WHEN kind = 'date' THEN 'timestamptz' ELSE 'numeric' END,
+         NOT d.direct
+    FROM t LEFT JOIN pg_range r ON r.rngtypid = t.c,
+         LATERAL (SELECT coalesce(
+           (t.c = 'int4range'::regtype AND t.s IN ('int2'::regtype, 'int4'::regtype))
+        OR (t.c = 'int8range'::regtype AND t.s IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype))
+        OR (t.c = 'numrange'::regtype AND t.s IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'numeric'::regtype,
+                                                  'float4'::regtype, 'float8'::regtype))
+        OR (t.c = 'daterange'::regtype AND t.s = 'date'::regtype)
+        OR (t.c = 'tsrange'::regtype AND t.s = 'timestamp'::regtype)
+        OR (t.c = 'tstzrange'::regtype AND t.s = 'timestamptz'::regtype), false) AS direct) d
+$$;
+COMMENT ON FUNCTION pganon._verify_space(text, regclass, regclass, text) IS
+  'Internal (verifier): the range type and subtype in which a QI''s cells and its source values are compared, and whether the cells are converted to it.';
+
+CREATE OR REPLACE FUNCTION pganon._verify_types(release bigint, lay jsonb, source regclass, dataset_id int)
+RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+-- Refuse (PA003) to compare a release with a source whose numeric or date column no longer has
+-- a type of its kind (ALTER TABLE ... TYPE after the release), naming the column, the type the
+-- release was made from (recorded in its layout since issue 13; its kind before) and the type
+-- now, instead of failing inside a check with "operator does not exist". The verifier's own
+-- list of types per kind, as pganon._verify_space compares them.
+DECLARE
+  q record;
+  now_type text;
+  cat "char";
+BEGIN
+  FOR q IN SELECT x->>'column' AS col, x->>'kind' AS kind, coalesce(x->>'type', x->>'kind') AS was, 'quasi-identifier' AS role
+             FROM jsonb_array_elements(lay->'qis') x
+           UNION ALL
+           SELECT a.column_name::text, a.kind, a.kind, 'sensitive attribute' FROM pganon.attribute a
+            WHERE a.dataset_id = _verify_types.dataset_id AND a.column_name::text IN (SELECT jsonb_array_elements_text(lay->'sas'))
+  LOOP
+    CONTINUE WHEN q.kind IS NULL OR q.kind NOT IN ('numeric', 'date');
+    SELECT format_type(b.oid, NULL), b.typcategory INTO now_type, cat
+      FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+      JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+     WHERE a.attrelid = source AND a.attname = q.col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF now_type IS NULL THEN
+      RAISE EXCEPTION 'column "%" of % no longer exists; release % published it', q.col, source, release
+        USING ERRCODE = 'PA001', HINT = 'a release can only be verified against the table it was made from';
+    END IF;
+    IF (q.role = 'quasi-identifier' AND q.kind = 'numeric'
+        AND now_type NOT IN ('smallint', 'integer', 'bigint', 'numeric', 'real', 'double precision'))
+       OR (q.role = 'quasi-identifier' AND q.kind = 'date'
+        AND now_type NOT IN ('date', 'timestamp without time zone', 'timestamp with time zone'))
+       OR (q.role = 'sensitive attribute' AND cat <> CASE q.kind WHEN 'numeric' THEN 'N' ELSE 'D' END) THEN
+      RAISE EXCEPTION '% "%" of % has type % now, but release % was published from % values: its type changed, and the release cannot be compared with it',
+                      q.role, q.col, source, now_type, release, q.was
+        USING ERRCODE = 'PA003',
+              HINT = format('cast it back (ALTER TABLE %s ALTER %I TYPE %s USING ...), or declare it again for its '
+                            'new type (pganon.set_attribute) and publish a new release', source, q.col, q.was);
+    END IF;
+  END LOOP;
+END $$;
+COMMENT ON FUNCTION pganon._verify_types(bigint, jsonb, regclass, int) IS
+  'Internal (verifier): refuse (PA003) a source whose numeric or date column changed type since the release.';
 
 CREATE OR REPLACE FUNCTION pganon._verify_release(release bigint, source regclass)
 RETURNS TABLE ("check" text, passed boolean, detail text)
@@ -338,6 +434,7 @@ BEGIN
     RAISE EXCEPTION 'release % does not exist or was dropped', release USING ERRCODE = 'PA001',
       HINT = 'list releases with SELECT * FROM pganon.releases';
   END IF;
+  PERFORM pganon._verify_types(release, r.layout, source, r.dataset_id);
   IF r.layout->>'family' = 'bucketization' THEN
     RETURN QUERY SELECT * FROM pganon._verify_bucketization(r.layout, source, r.source_rows,
                                                             r.suppressed_rows, r.dataset_id);

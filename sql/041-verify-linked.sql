@@ -27,7 +27,7 @@ DECLARE
   relaxed jsonb := coalesce(lay->'relaxed', '{}');
   cf int := (lay->>'c_f')::int;
   qcols text; gcells text := ''; qi jsonb;
-  n bigint; m bigint; bad bigint; bad2 bigint; ex text;
+  n bigint; m bigint; bad bigint; bad2 bigint; ex text; sub text;
   nb bigint; nv bigint; nr bigint; mx bigint;
   sas text[]; masks text; singles text; viol text; exs text; cells text;
 BEGIN
@@ -127,11 +127,15 @@ BEGIN
   -- the GT holds, per (group, bucket), as many rows as the map, each group's numeric cells are the
   -- group's exact [min, max], and kept categorical values are those of the group's records
   FOR qi IN SELECT * FROM jsonb_array_elements(lay->'qis') LOOP
-    SELECT format_type(a.atttypid, NULL) INTO ex FROM pg_attribute a WHERE a.attrelid = gt AND a.attname = qi->>'column';
+    -- the range type of the GT's cell and its subtype: the group's [min, max] is built in it (a
+    -- smallint group as int4range of integers, a real one as numrange of numerics)
+    SELECT format_type(a.atttypid, NULL), format_type(r.rngsubtype, NULL) INTO ex, sub
+      FROM pg_attribute a LEFT JOIN pg_range r ON r.rngtypid = a.atttypid
+     WHERE a.attrelid = gt AND a.attname = qi->>'column';
     gcells := gcells || CASE WHEN qi->>'kind' IN ('numeric', 'date')
       THEN format(' + (SELECT count(*) FROM (SELECT m.group_id, min(s.%1$I) AS lo, max(s.%1$I) AS hi FROM %2$s m JOIN %3$s s USING (%4$I) GROUP BY 1) r
-                        JOIN %5$s g USING (group_id) WHERE g.%1$I IS DISTINCT FROM %6$s(r.lo%7$s, r.hi%7$s, ''[]''))',
-                  qi->>'column', map, source, keycol, gt, ex, CASE WHEN ex = 'numrange' THEN '::numeric' ELSE '' END)
+                        JOIN %5$s g USING (group_id) WHERE g.%1$I IS DISTINCT FROM %6$s(r.lo::%7$s, r.hi::%7$s, ''[]''))',
+                  qi->>'column', map, source, keycol, gt, ex, sub)
       WHEN coalesce((qi->>'hierarchy')::boolean, false)
       -- with a hierarchy: a leaf cell is a kept value (counted as below); an inner node is the
       -- group's generalization, one per group, and it covers every record of the group

@@ -60,7 +60,7 @@ import json
 import numpy as np
 
 from . import gaa as gaa_engine
-from . import hierarchy_store, infoloss, lsl, models, mondrian, mondrian_sql, utility
+from . import coltypes, hierarchy_store, infoloss, lsl, models, mondrian, mondrian_sql, utility
 from . import params as P
 from .errors import invalid, unsatisfiable
 
@@ -498,9 +498,7 @@ def cell_sql(db, qis, forms, node_cols):
             cells.append(f"n.n{node_cols.index(q['column'])} AS {c}")
         elif form == "range":
             aggs.append(f"min(s.{c}) AS lo{i}, max(s.{c}) AS hi{i}")
-            rng = lsl.NUMERIC_RANGES.get(q["type"], "numrange")
-            cast = "::numeric" if rng == "numrange" else ""
-            cells.append(f"{rng}(r.lo{i}{cast}, r.hi{i}{cast}, '[]') AS {c}")
+            cells.append(f"{coltypes.cell(f'r.lo{i}', f'r.hi{i}', coltypes.of(q))} AS {c}")
         else:
             aggs.append(f"array_agg(DISTINCT s.{c}::text ORDER BY s.{c}::text) AS v{i}")
             cells.append(f"r.v{i} AS {c}")
@@ -512,6 +510,7 @@ def materialize(db, ds, p, rel):
     I = db.ident
     key = I(ds.key)
     node_cols = [q["column"] for q in p["qis"] if _cell_form(p, q) == "node"]
+    coltypes.refuse_top(db, SNAP, [q for q in p["qis"] if _cell_form(p, q) == "range"])
     aggs, cells = cell_sql(db, p["qis"], [_cell_form(p, q) for q in p["qis"]], node_cols)
     joins = ""
     if aggs:
@@ -561,7 +560,7 @@ def layout(ds, p, rel):
 
 def measure(db, ds, p, rel, lay, source_rows):
     I = db.ident
-    terms, dom = [], []
+    terms, dom, spans = [], [], {}
     leaves = {c: h.n_leaves for c, h in p["hierarchies"].items()}
     lc_joins = []
     for i, q in enumerate(p["qis"]):
@@ -573,20 +572,26 @@ def measure(db, ds, p, rel, lay, source_rows):
                             f"AND h{i}.column_name = {db.literal(q['column'])} AND h{i}.node = g.{c}")
             terms.append(f"({'0' if n <= 1 else f'(h{i}.leaf_count - 1)::float8 / {n - 1}'})")
         elif form == "range":
-            dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
-            width = (f"(upper(g.{c}) - lower(g.{c}) - 1)" if q["kind"] == "date" or
-                     lsl.NUMERIC_RANGES.get(q["type"], "numrange") != "numrange"
-                     else f"(upper(g.{c}) - lower(g.{c}))")
-            terms.append(f"(CASE WHEN d.d{i} > 0 THEN {width}::float8 / d.d{i} ELSE 0 END)")
+            t = coltypes.of(q)
+            dom.append(f"({coltypes.number(f'max({c})', t)} - {coltypes.number(f'min({c})', t)}) AS d{i}")
+            terms.append(coltypes.width(f"g.{c}", t))   # divided by the domain's span below
+            spans[i] = f"max(d.d{i})"
         else:
             dom.append(f"count(DISTINCT {c}) AS d{i}")
             terms.append(f"(CASE WHEN d.d{i} > 1 THEN (cardinality(g.{c}) - 1)::float8 / (d.d{i} - 1) ELSE 0 END)")
-    sums = ", ".join(f"sum({t}) AS a{i}" for i, t in enumerate(terms))
+    # a range QI's widths are summed in SQL and divided by its domain's span here (a float8
+    # division in SQL errors on underflow: a width of 1e-200 in a domain of 1e150)
+    sums = ", ".join([f"sum({t}) AS a{i}" for i, t in enumerate(terms)] + [f"{x} AS s{i}" for i, x in spans.items()])
     d = f"SELECT {', '.join(dom)} FROM {SNAP}" if dom else "SELECT 1 AS one"
     r = db.one(f"WITH d AS ({d}) "
                f"SELECT count(*) AS n, {sums} FROM {rel['gt']} g CROSS JOIN d {' '.join(lc_joins)}")
     n = int(r["n"])
-    per = {q["column"]: 100.0 * float(r[f"a{i}"] or 0) / n for i, q in enumerate(p["qis"])}
+    def share(i):
+        a = float(r[f"a{i}"] or 0)
+        if i in spans:
+            a = a / float(r[f"s{i}"]) if r[f"s{i}"] and r[f"s{i}"] > 0 else 0.0
+        return 100.0 * a / n
+    per = {q["column"]: share(i) for i, q in enumerate(p["qis"])}
     sizes = [int(x["c"]) for x in db.rows(
         f"SELECT count(*) AS c FROM {rel['gt']} GROUP BY {', '.join(I(q['column']) for q in p['qis'])}")]
     metrics = {

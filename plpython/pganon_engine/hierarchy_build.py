@@ -53,7 +53,10 @@ Decisions:
      last group of an `ordered_groups` level that would equal a group of the level below is
      merged into the group before it.
 - H7 dates: day "YYYY-MM-DD" > month "YYYY-MM" > year "YYYY" > "*" by default; levels may be
-     chosen from month, quarter ("YYYY-Qn"), year and decade ("2020s"), finest first.
+     chosen from month, quarter ("YYYY-Qn"), year and decade ("2020s"), finest first.  Timestamps
+     (PostgreSQL's text of a timestamp column, "YYYY-MM-DD HH:MM:SS[.ffffff][+TZ]", kept verbatim
+     as the leaf) get the level day "YYYY-MM-DD" first by default; day is refused over dates,
+     whose leaves it would repeat.
 """
 
 import csv
@@ -330,20 +333,29 @@ def _fmt(d):
 # --------------------------------------------------------------------------------------------
 
 _DATE_LEVELS = {
+    "day": lambda d: d.isoformat(),
     "month": lambda d: f"{d.year:04d}-{d.month:02d}",
     "quarter": lambda d: f"{d.year:04d}-Q{(d.month - 1) // 3 + 1}",
     "year": lambda d: f"{d.year:04d}",
     "decade": lambda d: f"{d.year // 10 * 10:04d}s",
 }
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_ISO_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:\d{2}){0,2})?\Z")
 
 
-def dates(values, levels=("month", "year")):
-    """Balanced date hierarchy: "2024-03-15" -> "2024-03" -> "2024" -> '*' (default levels).
+def dates(values, levels=None):
+    """Balanced date hierarchy: "2024-03-15" -> "2024-03" -> "2024" -> '*' (default levels);
+    timestamps "2024-03-15 08:30:00" -> "2024-03-15" -> "2024-03" -> "2024" -> '*'.
 
-    values  datetime.date or "YYYY-MM-DD" text (PostgreSQL's ISO output); duplicates are one leaf
-    levels  names from finest to coarsest among month, quarter, year, decade
+    values  datetime.date, "YYYY-MM-DD" text or timestamp text (PostgreSQL's ISO output);
+            duplicates are one leaf
+    levels  names from finest to coarsest among day (timestamps only), month, quarter, year,
+            decade; default month, year (with day first for timestamps)
     """
+    values = _values(values, "dates")
+    stamps = any(isinstance(v, str) and _ISO_TIMESTAMP.match(v) for v in values)
+    if levels is None:
+        levels = ("day", "month", "year") if stamps else ("month", "year")
     if isinstance(levels, str):
         levels = (levels,)
     levels = list(levels)
@@ -356,7 +368,7 @@ def dates(values, levels=("month", "year")):
         raise invalid(f"date levels {levels} are not distinct and finest first",
                       hint=f"order them as in {order}")
     seen = {}
-    for v in _values(values, "dates"):
+    for v in values:
         if v is None:
             raise invalid("dates has a NULL value", hint="hierarchies cover non-NULL values "
                                                          "only; drop NULLs first")
@@ -364,11 +376,16 @@ def dates(values, levels=("month", "year")):
             raise invalid(f"value {v!r} is a timestamp, not a date", hint="pass v.date()")
         if isinstance(v, date):
             d, label = v, v.isoformat()
-        elif isinstance(v, str) and _ISO_DATE.match(v):
+        elif isinstance(v, str) and (_ISO_DATE.match(v) or _ISO_TIMESTAMP.match(v)):
             try:
-                d, label = date.fromisoformat(v), v
+                d, label = date.fromisoformat(v[:10]), v
+                if len(v) > 10:
+                    datetime.fromisoformat(v)
             except ValueError:
                 raise invalid(f"value {v!r} is not a valid date") from None
+            if "day" in levels and len(v) == 10:
+                raise invalid(f"level day would repeat the date {v!r}: it is for timestamps",
+                              hint="leave day out for a date column")
         else:
             raise invalid(f"value {v!r} is not a date", hint="give dates or 'YYYY-MM-DD' text")
         seen.setdefault(label, d)

@@ -15,7 +15,7 @@ intersection of their classes must still hold k persons (composed_prosecutor_ris
 
 import math
 
-from . import catalog, joint, reconstruct
+from . import catalog, coltypes, joint, reconstruct
 
 SAMPLE = 2000
 ROTATIONS = 10
@@ -58,8 +58,9 @@ class _Side:
                                               "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped",
                                               [self.gt], ["text"])}
         self.kinds = {n: k for n, k in zip(names, raw) if n in present}
-        self.labels = {c: reconstruct._labels(db, ds, c, self.kinds[c] in ("numeric", "date"))
+        self.labels = {c: reconstruct._labels(db, ds, c, self.kinds[c])
                        for c in reconstruct._labelled(self.lay) if c in self.kinds}
+        self.types = reconstruct.source_types(ds)
         self._groups = None
 
     def cells(self, column, ids, attrs):
@@ -67,7 +68,7 @@ class _Side:
         db = self.db
         if self.lay["family"] == "rating":
             return self._rating_cells(column, ids, attrs)
-        c = reconstruct._Cells(db, self.gt)
+        c = reconstruct._Cells(db, self.gt, source=self.types)
         for a in attrs:
             c.add(a, self.kinds[a], self.labels.get(a))
         key = f"{db.ident(column)}::text"
@@ -87,16 +88,14 @@ class _Side:
                        f"WHERE {I(column)}::text = ANY($1)", [ids], ["text[]"])
         out = {}
         for r in rows:
-            out[r["_id"]] = {a: frozenset(_as_number(v, self.kinds[a]) for v in self._groups[(a, r[a])])
+            out[r["_id"]] = {a: frozenset(_as_number(v, self.kinds[a], self.types.get(a)) for v in self._groups[(a, r[a])])
                              for a in attrs}
         return out
 
 
-def _as_number(v, kind):
-    if kind == "numeric":
-        return float(v)
-    if kind == "date":
-        return reconstruct._days(v)
+def _as_number(v, kind, typ):
+    if kind in ("numeric", "date"):
+        return coltypes.number_of_text(v, coltypes.of_kind(typ, kind))
     return v
 
 

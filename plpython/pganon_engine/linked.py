@@ -28,10 +28,11 @@ Decisions:
 
 import json
 
-from . import audit, ck, ck_categories, hierarchy_store, utility
+from . import audit, ck, ck_categories, coltypes, hierarchy_store, utility
 from . import lsl
 from . import params as P
 from .errors import invalid
+from .plpy_adapter import drop_temp
 
 METHODS = {"ck_anonymization": "ck", "pk_angelization": "pk"}
 COMMON = {"d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
@@ -112,7 +113,10 @@ def plan(db, ds, p):
     qis, sas = [q["column"] for q in p["qis"]], p["sas"]
     if p["kind"] == "ck":
         _check_reach(db, p)
-    rows = db.rows(f"SELECT {I(ds.key)}::text AS _pganon_k, {', '.join(map(I, qis + sas))} FROM {SNAP} "
+    # the planner compares numbers: dates and timestamps reach it on their number line (coltypes T3)
+    qsel = [f"{coltypes.number(I(q['column']), coltypes.of(q))} AS {I(q['column'])}" if q["kind"] == "date"
+            else I(q["column"]) for q in p["qis"]]
+    rows = db.rows(f"SELECT {I(ds.key)}::text AS _pganon_k, {', '.join(qsel + [I(s) for s in sas])} FROM {SNAP} "
                    f"ORDER BY {I(ds.key)}")
     keys = [r["_pganon_k"] for r in rows]
     records = [(i, tuple(r[q] for q in qis), tuple(r[s] for s in sas)) for i, r in enumerate(rows)]
@@ -196,13 +200,14 @@ def materialize(db, ds, p, the_plan, rel):
     qis, sas, key = p["qis"], p["sas"], I(ds.key)
     gen = p["generalized"]
     cat_idx = [i for i, q in enumerate(qis) if q["kind"] not in ("numeric", "date")]
+    coltypes.refuse_top(db, SNAP, [q for q in qis if q["kind"] in ("numeric", "date")])
     gids = sorted(gen.groups)
     # what each group publishes instead of a categorical QI it is not k-anonymous on (A13):
     # '*', or the LCA of its values where the QI has a hierarchy; NULL where values are kept
     lca = p["lca"]
     flags = [[(lca[i][g] if i in lca else "*") if gen.groups[g].cells[i] == "*" else None for g in gids]
              for i in cat_idx]
-    db.run("DROP TABLE IF EXISTS pg_temp._pganon_gflags")
+    drop_temp(db, "pg_temp._pganon_gflags")
     db.run("CREATE TEMP TABLE _pganon_gflags ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
            + "".join(f", ${j + 2}::text[]" for j in range(len(cat_idx)))
            + ") AS u(group_id" + "".join(f", star{i}" for i in cat_idx) + ")",
@@ -212,9 +217,7 @@ def materialize(db, ds, p, the_plan, rel):
         c = I(q["column"])
         if q["kind"] in ("numeric", "date"):
             aggs.append(f"min(s.{c}) AS lo{i}, max(s.{c}) AS hi{i}")
-            rng = lsl.NUMERIC_RANGES.get(q["type"], "numrange")
-            cast = "::numeric" if rng == "numrange" else ""
-            cells.append(f"{rng}(r.lo{i}{cast}, r.hi{i}{cast}, '[]') AS {c}")
+            cells.append(f"{coltypes.cell(f'r.lo{i}', f'r.hi{i}', coltypes.of(q))} AS {c}")
         else:
             cells.append(f"coalesce(f.star{i}, s.{c}::text) AS {c}")
     db.run(f"CREATE TEMP TABLE _pganon_granges ON COMMIT DROP AS SELECT m.group_id, {', '.join(aggs) or '1 AS one'} "
@@ -272,15 +275,15 @@ def layout(ds, p, rel):
 def measure(db, ds, p, rel, lay, source_rows):
     """NCP% of the GT (spec 004 §4.1) and the fcorr audit summary of the release."""
     I = db.ident
-    terms, dom, joins = [], [], []
+    terms, dom, joins, spans = ["0"], [], [], []
     for i, q in enumerate(p["qis"]):
         c = I(q["column"])
         if q["kind"] in ("numeric", "date"):
-            dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
-            width = (f"(upper(g.{c}) - lower(g.{c}) - 1)" if q["kind"] == "date" or
-                     lsl.NUMERIC_RANGES.get(q["type"], "numrange") != "numrange"
-                     else f"(upper(g.{c}) - lower(g.{c}))")
-            terms.append(f"CASE WHEN d.d{i} > 0 THEN {width}::float8 / d.d{i} ELSE 0 END")
+            # widths summed here, divided by the domain's span in Python (a float8 division in
+            # SQL errors on underflow: a width of 1e-200 in a domain of 1e150)
+            t = coltypes.of(q)
+            dom.append(f"({coltypes.number(f'max({c})', t)} - {coltypes.number(f'min({c})', t)}) AS d{i}")
+            spans.append(f", sum({coltypes.width(f'g.{c}', t)}) AS w{i}, max(d.d{i}) AS s{i}")
         elif i in p["lca"]:  # a kept leaf 0, an ancestor (leaves below - 1) / (all leaves - 1)
             n_leaves = p["hierarchies"][q["column"]].n_leaves
             joins.append(f"LEFT JOIN pganon.hierarchy_node h{i} ON h{i}.dataset_id = {int(ds.id)} "
@@ -290,9 +293,12 @@ def measure(db, ds, p, rel, lay, source_rows):
             terms.append(f"CASE WHEN g.{c} = '*' THEN 1 ELSE 0 END")
     d = f"SELECT {', '.join(dom)} FROM {SNAP}" if dom else "SELECT 1 AS one"
     r = db.one(f"WITH d AS ({d}) "
-               f"SELECT sum({' + '.join(terms)}) AS total, count(*) AS n FROM {rel['gt']} g CROSS JOIN d {' '.join(joins)}")
+               f"SELECT sum({' + '.join(terms)}) AS total, count(*) AS n{''.join(spans)} "
+               f"FROM {rel['gt']} g CROSS JOIN d {' '.join(joins)}")
     n = int(r["n"])
-    ncp = 100.0 * float(r["total"] or 0) / (n * len(p["qis"])) if n else 0.0
+    total = float(r["total"] or 0) + sum(float(r[f"w{i}"]) / float(r[f"s{i}"]) for i in range(len(p["qis"]))
+                                         if f"s{i}" in r and r[f"s{i}"] and r[f"s{i}"] > 0)
+    ncp = 100.0 * total / (n * len(p["qis"])) if n else 0.0
     groups = db.one(f"SELECT count(DISTINCT group_id) AS g, count(DISTINCT bucket_id) AS b, "
                     f"min(c) AS min_size FROM (SELECT group_id, bucket_id, count(*) OVER (PARTITION BY group_id) AS c "
                     f"FROM {rel['gt']}) x")

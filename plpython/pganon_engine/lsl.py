@@ -47,16 +47,16 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import bucketize, utility
+from . import bucketize, coltypes, utility
 from . import params as P
 from .errors import bad_data, incomplete, invalid, unsatisfiable
+from .plpy_adapter import drop_temp
 
 METHODS = {
     "mbf": ("mbf", False), "msdcf": ("msdcf", False), "mmdcf": ("mmdcf", False),
     "mbf_mslf": ("mbf", True), "msdcf_mslf": ("msdcf", True), "mmdcf_mslf": ("mmdcf", True),
 }
 PARAMS = {"d", "sensitive", "l", "min_group", "tie", "seed", "qi_order", "generalize", "limit"} | P.WORKLOAD_PARAMS
-NUMERIC_RANGES = {"smallint": "int4range", "integer": "int4range", "bigint": "int8range", "date": "daterange"}
 
 # The release format's own columns (GT: group_id, QIs; ST: group_id, SAs, count; the map: key,
 # group_id, bucket): a QI or SA named like the first, or a key, person or identifier column named
@@ -165,27 +165,19 @@ def build_buckets(db, ds, p):
     bucket_table(db, ds, p, [q["column"] for q in qi_sort_order(db, p)] if p["qi_order"] else [])
     sel, joins = [], []
     for j, sa in enumerate(sas):
+        # each distinct value's level, from the one definition (pganon._effective_level: its own
+        # level, else the attribute's default), looked up once per value
         sel.append(f"(dense_rank() OVER (ORDER BY b.{I(sa)}) - 1)::int AS c{j}, lv{j}.level AS v{j}")
-        joins.append(f"LEFT JOIN pganon.security_level lv{j} ON lv{j}.dataset_id = {int(ds.id)} "
-                     f"AND lv{j}.column_name = {db.literal(sa)} AND md5(lv{j}.value) = md5(b.{I(sa)}::text) "
-                     f"AND lv{j}.value = b.{I(sa)}::text")
+        joins.append(f"LEFT JOIN (SELECT x.v, pganon._effective_level({int(ds.id)}, {db.literal(sa)}, x.v) AS level "
+                     f"FROM (SELECT DISTINCT {I(sa)}::text AS v FROM {BUCKET}) x) lv{j} "
+                     f"ON lv{j}.v = b.{I(sa)}::text")
     rows = db.rows(f"SELECT b._pganon_bucket AS b, b._pganon_size AS size, {', '.join(sel)} "
                    f"FROM {BUCKET} b {' '.join(joins)} ORDER BY b._pganon_bucket")
-    missing = []
-    for j, sa in enumerate(sas):
-        vals = sorted({r[f"c{j}"] for r in rows if r[f"v{j}"] is None})
-        if vals:
-            missing.append((sa, j, len(vals)))
-    if missing:
-        examples = []
-        for sa, j, n in missing:
-            ex = db.rows(f"SELECT DISTINCT b.{I(sa)}::text AS v FROM {BUCKET} b LEFT JOIN pganon.security_level s "
-                         f"ON s.dataset_id = {int(ds.id)} AND s.column_name = {db.literal(sa)} "
-                         f"AND md5(s.value) = md5(b.{I(sa)}::text) AND s.value = b.{I(sa)}::text "
-                         f"WHERE s.level IS NULL ORDER BY 1 LIMIT {P.SHOWN_VALUES}")
-            examples.append(f"{sa}: {n} value(s): {P.shown_values([e['v'] for e in ex], n)}")
-        raise incomplete("sensitive values without a security level: " + "; ".join(examples),
-                         hint="give each a level with pganon.set_security_level(dataset, column, value, level)")
+    missing = [sa for j, sa in enumerate(sas) if any(r[f"v{j}"] is None for r in rows)]
+    if missing:   # only when the dataset has no level at all (the default is its highest level)
+        raise incomplete(f"sensitive values without a security level in {', '.join(missing)}: dataset "
+                         f"{ds.name} has no level with an l",
+                         hint="set one with pganon.set_level_l(dataset, level, l)")
     d = len(sas)
     sizes = [r["size"] for r in rows]
     values = [r[f"c{j}"] for r in rows for j in range(d)]
@@ -365,7 +357,7 @@ def _assign_qi_order(db, ds, p, the_plan, rel):
     db.run("CREATE TEMP TABLE _pganon_t ON COMMIT DROP AS "
            "SELECT DISTINCT group_id, group_id::float8 AS t FROM pg_temp._pganon_slot")
     for i in range(QI_ORDER_PASSES):
-        db.run("DROP TABLE IF EXISTS pg_temp._pganon_slot2")
+        drop_temp(db, "pg_temp._pganon_slot2")
         db.run("CREATE TEMP TABLE _pganon_slot2 ON COMMIT DROP AS SELECT s.bucket, s.group_id, "
                "(row_number() OVER (PARTITION BY s.bucket ORDER BY t.t, s.group_id) - 1)::int AS rank "
                "FROM pg_temp._pganon_slot s JOIN pg_temp._pganon_t t USING (group_id)")
@@ -399,14 +391,13 @@ def materialize(db, ds, p, rel):
     def summary(source):   # concatenated, never str.format: a QI name may hold braces
         return f"SELECT group_id, count(*) AS n, {', '.join(aggs)} FROM {source} GROUP BY group_id"
     if p["generalize"]:
+        coltypes.refuse_top(db, SNAP, [q for q in qis if q["kind"] in ("numeric", "date")])
         db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary(
             f"(SELECT m.group_id, s.* FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)})) x"))
         outs = []
         for i, q in enumerate(qis):
             if q["kind"] in ("numeric", "date"):
-                rng = NUMERIC_RANGES.get(q["type"], "numrange")
-                cast = "::numeric" if rng == "numrange" else ""
-                outs.append(f"{rng}(g.q{i}_min{cast}, g.q{i}_max{cast}, '[]') AS {I(q['column'])}")
+                outs.append(f"{coltypes.cell(f'g.q{i}_min', f'g.q{i}_max', coltypes.of(q))} AS {I(q['column'])}")
             else:
                 outs.append(f"g.q{i}_set AS {I(q['column'])}")
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join(outs)} "
@@ -430,10 +421,14 @@ def materialize(db, ds, p, rel):
     # The level table: what this release promised per value (the l of its level, or the
     # baselines' single l; anatomy's promise is per vector, in the layout). The verifier does
     # not read it: it derives each value's l from the catalog itself.
+    # One row per sensitive value the release holds, with its effective level (its own, else the
+    # attribute's default: pganon._effective_level).
     promised = "l.l" if p.get("mslf", True) else str(int(p["baseline_l"]))
-    db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.column_name::text AS sa, s.value, s.level, {promised} AS l "
-           f"FROM pganon.security_level s JOIN pganon.level_l l USING (dataset_id, level) "
-           f"WHERE s.dataset_id = $1 AND s.column_name::text = ANY($2)", [ds.id, sas], ["int4", "text[]"])
+    values = " UNION ALL ".join(f"SELECT DISTINCT {db.literal(sa)} AS sa, {I(sa)}::text AS value FROM {BUCKET}"
+                                for sa in sas)
+    db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.sa, s.value, s.level, {promised} AS l "
+           f"FROM (SELECT v.sa, v.value, pganon._effective_level($1, v.sa, v.value) AS level FROM ({values}) v) s "
+           f"JOIN pganon.level_l l ON l.dataset_id = $1 AND l.level = s.level", [ds.id], ["int4"])
     for suffix in ("st", "levels") if not p["generalize"] else ("gt", "st", "levels"):
         db.run(f"ANALYZE {rel[suffix]}")
 
@@ -503,19 +498,26 @@ def measure(db, ds, p, rel, lay, source_rows):
 
 def ncp_percent(db, ds, p, rel):
     """NCP% of the per-group generalized QIs (spec 004 §4.1): numeric span / domain span,
-    categorical distinct-in-group / domain size (0 when the group has one value); weights 1."""
+    categorical distinct-in-group / domain size (0 when the group has one value); weights 1.
+    Spans are summed in SQL and divided by the domain's here: a float8 division in SQL errors
+    on underflow (a span of 1e-200 in a domain of 1e150)."""
     I, qis = db.ident, p["qis"]
-    terms, dom = [], []
+    terms, dom, spans = ["0"], [], []
     for i, q in enumerate(qis):
         c = I(q["column"])
         if q["kind"] in ("numeric", "date"):
-            dom.append(f"(max({c}) - min({c}))::float8 AS d{i}")
-            terms.append(f"CASE WHEN d.d{i} > 0 THEN (g.q{i}_max - g.q{i}_min)::float8 / d.d{i} ELSE 0 END")
+            t = coltypes.of(q)
+            dom.append(f"({coltypes.number(f'max({c})', t)} - {coltypes.number(f'min({c})', t)}) AS d{i}")
+            spans.append(f"sum(g.n * ({coltypes.number(f'g.q{i}_max', t)} - {coltypes.number(f'g.q{i}_min', t)})) "
+                         f"AS w{i}, max(d.d{i}) AS s{i}")
         else:
             dom.append(f"(SELECT count(*) FROM (SELECT DISTINCT {c} FROM {SNAP}) x)::float8 AS d{i}")
             terms.append(f"CASE WHEN g.q{i}_n > 1 THEN g.q{i}_n / d.d{i} ELSE 0 END")
     r = db.one(f"WITH d AS (SELECT {', '.join(dom)} FROM {SNAP}) "
-               f"SELECT sum(g.n * ({' + '.join(terms)})) AS total, sum(g.n) AS n FROM {GROUPS} g CROSS JOIN d")
+               f"SELECT sum(g.n * ({' + '.join(terms)})) AS total, sum(g.n) AS n{''.join(', ' + x for x in spans)} "
+               f"FROM {GROUPS} g CROSS JOIN d")
     if not r["n"]:
         return 0.0
-    return 100.0 * float(r["total"]) / (float(r["n"]) * len(qis))
+    total = float(r["total"]) + sum(float(r[f"w{i}"]) / float(r[f"s{i}"]) for i in range(len(qis))
+                                    if f"s{i}" in r and r[f"s{i}"] and r[f"s{i}"] > 0)
+    return 100.0 * total / (float(r["n"]) * len(qis))

@@ -38,8 +38,10 @@ Decisions:
 - P2  Person ids reach the engine as text (the column cast to text), so `seeds` (pinned DAnonyIR
       seeds) are given as person ids and compared as text.
 - P3  One SA: the first declared, or `sensitive` (a list of one column).
-- P4  A date QI is published as a value set (categorical); numeric QIs of an integer type reach
-      the engine as integers, others as float8.
+- P4  A date or timestamp QI is published as a value set (categorical); numeric QIs of an integer
+      type reach the engine as integers, others as float8, except in geneir: there as the exact
+      rational of their text (a Fraction), which is what its hierarchy's leaf labels stand for
+      (a float8 0.1 is no leaf "0.1").
 - P5  Ties and seeds are the engines' (danonyir D2/D3, geneir G2, one_m O10); `seed` switches
       to their seeded tie-breaking, reproducibly.
 - P6  Column names (issue 12): a QI, SA, key, person or identifier column named class_id or
@@ -48,13 +50,15 @@ Decisions:
 """
 
 import json
+from fractions import Fraction
 
 from . import danonyir as danonyir_engine
 from . import geneir as geneir_engine
-from . import generalized, hierarchy_store, ir_metrics, ir_models, lsl
+from . import coltypes, generalized, hierarchy_store, ir_metrics, ir_models, lsl
 from . import one_m as one_m_engine
 from . import params as P
 from .errors import bad_data, incomplete, invalid, unsatisfiable
+from .plpy_adapter import drop_temp
 
 METHODS = ("danonyir", "geneir", "one_m_generalization")
 PROTECTS_PERSONS = True  # every step works per person: one class and one Id_num per person
@@ -69,7 +73,6 @@ CLASSES = "pg_temp._pganon_pclasses"
 # class_id, id_num): a QI, SA, key, person or identifier column of such a name is refused at
 # publish (P6).
 RESERVED = ("class_id", "id_num")
-INTEGER_TYPES = ("smallint", "integer", "bigint")
 _SHOWN = P.SHOWN_VALUES  # offending persons listed in an error
 
 
@@ -156,10 +159,13 @@ def _kind(q):
     return "numeric" if q["kind"] == "numeric" else "categorical"
 
 
-def _qi_select(db, q, j):
+def _qi_select(db, q, j, exact):
     c = db.ident(q["column"])
     if q["kind"] == "numeric":
-        return f"min({c}){'' if q['type'] in INTEGER_TYPES else '::float8'} AS q{j}"
+        if q["type"] in coltypes.INTEGERS:
+            return f"min({c}) AS q{j}"
+        # P4: geneir finds each value among its hierarchy's leaves, labelled with the column's text
+        return f"min({c})::text AS q{j}" if exact else f"min({c})::float8 AS q{j}"
     return f"min({c}::text) AS q{j}"
 
 
@@ -177,12 +183,17 @@ def group_persons(db, ds, p):
         raise bad_data(f"{bad[0]['n']} person(s) have records with different QI values {varying}: {shown}",
                        hint=f"{p['method']} needs one QI vector per person; fix the data, or publish from a "
                             "view that drops the QIs that vary")
-    qsel = ", ".join(_qi_select(db, q, j) for j, q in enumerate(p["qis"]))
+    qsel = ", ".join(_qi_select(db, q, j, p["method"] == "geneir") for j, q in enumerate(p["qis"]))
     sa = I(p["sa"])
     agg = (f"array_agg(DISTINCT {sa}::text) AS sas" if p["method"] == "one_m_generalization"
            else f"array_agg({sa}::text ORDER BY {I(ds.key)}) AS sas")
     rows = db.rows(f"SELECT {per}::text AS pid, {qsel}, {agg} FROM {SNAP} GROUP BY {per} ORDER BY min({I(ds.key)})")
     m = len(p["qis"])
+    exact = [j for j, q in enumerate(p["qis"]) if p["method"] == "geneir" and q["kind"] == "numeric"
+             and q["type"] not in coltypes.INTEGERS]
+    for r in rows:   # P4: the exact rational of the value's text
+        for j in exact:
+            r[f"q{j}"] = Fraction(r[f"q{j}"])
     return [(r["pid"], tuple(r[f"q{j}"] for j in range(m)), list(r["sas"])) for r in rows]
 
 
@@ -258,7 +269,7 @@ def assign(db, ds, p, rel):
     labels = p.get("labels", {})
     if labels:
         cols = list(labels)
-        db.run("DROP TABLE IF EXISTS pg_temp._pganon_pclasses")
+        drop_temp(db, "pg_temp._pganon_pclasses")
         db.run("CREATE TEMP TABLE _pganon_pclasses ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
                + "".join(f", ${j + 2}::text[]" for j in range(len(cols))) + ") AS u(class_id"
                + "".join(f", n{j}" for j in range(len(cols))) + ")",
@@ -270,8 +281,9 @@ def materialize(db, ds, p, rel):
     I = db.ident
     key = I(ds.key)
     node_cols = list(p.get("labels", {}))
+    coltypes.refuse_top(db, SNAP, [q for q in p["qis"] if _cell_form(p, q) == "range"])
     aggs, cells = generalized.cell_sql(db, p["qis"], [_cell_form(p, q) for q in p["qis"]], node_cols)
-    db.run("DROP TABLE IF EXISTS pg_temp._pganon_pranges")
+    drop_temp(db, "pg_temp._pganon_pranges")
     db.run(f"CREATE TEMP TABLE _pganon_pranges ON COMMIT DROP AS SELECT m.class_id{''.join(', ' + a for a in aggs)} "
            f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.class_id")
     db.run("ANALYZE pg_temp._pganon_pranges")  # row estimates for the joins below (hash, not nested loops)
@@ -280,7 +292,7 @@ def materialize(db, ds, p, rel):
         joins += f" JOIN {CLASSES} n USING (class_id)"
     if p["method"] == "one_m_generalization":
         sa = I(p["sa"])
-        db.run("DROP TABLE IF EXISTS pg_temp._pganon_psets")
+        drop_temp(db, "pg_temp._pganon_psets")
         pids = p["assign"][0]
         db.run("CREATE TEMP TABLE _pganon_psets ON COMMIT DROP AS SELECT u.pid, "
                "ARRAY(SELECT jsonb_array_elements_text(g.s::jsonb)) AS gen "

@@ -68,6 +68,14 @@ class Db:
         self._plpy.notice(message)
 
 
+def drop_temp(db, table):
+    """Drop the temp work table `table` ("pg_temp._pganon_...") when this session has it. Not
+    DROP ... IF EXISTS: that sends the client a "does not exist, skipping" NOTICE, which psql
+    prints as if something were wrong (issue 13)."""
+    if db.one("SELECT pg_catalog.to_regclass($1) IS NOT NULL AS e", [table], ["text"])["e"]:
+        db.run(f"DROP TABLE {table}")
+
+
 def raise_as_sql(plpy, exc):
     """Re-raise an EngineError as a SQL error with pganon's SQLSTATE, hint and detail."""
     kw = {"sqlstate": exc.sqlstate}

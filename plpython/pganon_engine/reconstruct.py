@@ -17,15 +17,14 @@ source, which only the admin reads.  Per layout family:
 
 Cells by GT column type (as `utility._classes` reads them): a range is the closed interval it
 covers, an array a value set, '*' suppression, a hierarchy node label the set of its leaves, any
-other value exact.  Dates are days since 1970-01-01 on both sides; numbers are floats.
+other value exact.  Numbers, dates and timestamps are floats on `coltypes`' number line (days for
+dates, epoch seconds for timestamps) on both sides.
 """
 
 import json
 
-from . import catalog, hierarchy_store, joint
+from . import catalog, coltypes, hierarchy_store, joint
 from .errors import unknown
-
-EPOCH = "DATE '1970-01-01'"
 
 
 def release_row(db, release_id):
@@ -52,12 +51,15 @@ def attributes(ds, lay):
         [kind[n] for n in names]
 
 
-def _value_expr(db, col, kind, alias):
+def source_types(ds):
+    """column -> its type name (`catalog.load`), what `_Cells` reads value sets and labels by."""
+    return {a["column"]: a["type"] for a in ds.attributes}
+
+
+def _value_expr(db, col, kind, alias, typ):
     c = db.ident(col)
-    if kind == "date":
-        return f"({c} - {EPOCH})::float8 AS {alias}"
-    if kind == "numeric":
-        return f"{c}::float8 AS {alias}"
+    if kind in ("numeric", "date"):
+        return f"{coltypes.number(c, coltypes.of_kind(typ, kind))} AS {alias}"
     return f"{c}::text AS {alias}"
 
 
@@ -65,7 +67,8 @@ def original(db, ds, lay, params):
     """The release's source rows (the first `limit` by key when the release was limited) as
     distinct tuples with counts."""
     names, kinds, raw = attributes(ds, lay)
-    sel = [_value_expr(db, n, k, f"a{i}") for i, (n, k) in enumerate(zip(names, raw))]
+    types = source_types(ds)
+    sel = [_value_expr(db, n, k, f"a{i}", types.get(n)) for i, (n, k) in enumerate(zip(names, raw))]
     src = ds.source
     if params.get("limit"):
         src = f"(SELECT * FROM {ds.source} ORDER BY {db.ident(ds.key)} LIMIT {int(params['limit'])}) s"
@@ -84,8 +87,9 @@ def _column_types(db, relation):
 class _Cells:
     """SELECT expressions for published cells and the decoder back to `joint` cells."""
 
-    def __init__(self, db, relation, prefix="", alias="c"):
+    def __init__(self, db, relation, prefix="", alias="c", source=None):
         self.db, self.types, self.prefix, self.alias = db, _column_types(db, relation), prefix, alias
+        self.source = source or {}   # column -> the source column's type (`source_types`)
         self.sel, self.decoders = [], []
 
     def add(self, col, kind, labels=None):
@@ -93,18 +97,16 @@ class _Cells:
         labels to the leaf values they cover."""
         c, t = f"{self.prefix}{self.db.ident(col)}", self.types[col]
         i = f"{self.alias}{len(self.decoders)}"
-        date = kind == "date"
         num = "::float8" if kind in ("numeric", "date") else "::text"
-        if t.endswith("range"):
-            hi = f"CASE WHEN upper_inc({c}) THEN upper({c}) ELSE upper({c}) - 1 END"
-            lo = f"lower({c})"
-            if date:
-                lo, hi = f"({lo} - {EPOCH})", f"(({hi}) - {EPOCH})"
-            self.sel += [f"({lo})::float8 AS {i}_lo", f"({hi})::float8 AS {i}_hi"]
+        if t in coltypes.RANGES:
+            ct = coltypes.RANGES[t]
+            lo, hi = coltypes.bounds(c, ct)
+            self.sel += [f"{coltypes.number(lo, ct)} AS {i}_lo", f"{coltypes.number(hi, ct)} AS {i}_hi"]
             self.decoders.append(lambda r, i=i: (r[f"{i}_lo"], r[f"{i}_hi"]))
         elif t.endswith("[]"):
-            if date:
-                self.sel.append(f"(SELECT array_agg((x - {EPOCH})::float8) FROM unnest({c}) x) AS {i}")
+            if kind == "date":   # a value set of dates or timestamps, published as text
+                st = coltypes.of_kind(self.source.get(col), kind)
+                self.sel.append(f"(SELECT array_agg({coltypes.number(f'x::{st.subtype}', st)}) FROM unnest({c}) x) AS {i}")
             else:
                 self.sel.append(f"{c}{num}[] AS {i}")
             self.decoders.append(lambda r, i=i: frozenset(r[f"{i}"]))
@@ -112,9 +114,8 @@ class _Cells:
             self.sel.append(f"{c}::text AS {i}")
             self.decoders.append(lambda r, i=i: _label_cell(r[f"{i}"], labels))
         else:
-            expr = f"({c} - {EPOCH})::float8" if date else f"{c}{num}"
             if kind in ("numeric", "date"):
-                self.sel.append(f"{expr} AS {i}")
+                self.sel.append(f"{coltypes.number(c, coltypes.of_kind(t, kind))} AS {i}")
             else:
                 self.sel.append(f"{c}::text AS {i}")
             self.decoders.append(lambda r, i=i: r[f"{i}"])
@@ -136,13 +137,15 @@ def _label_cell(label, labels):
     return frozenset(leaves)
 
 
-def _labels(db, ds, column, numeric):
-    """Hierarchy node label -> the leaf values it covers (numbers for numeric columns)."""
+def _labels(db, ds, column, kind):
+    """Hierarchy node label -> the leaf values it covers (on the number line for numeric and
+    date columns)."""
     h = hierarchy_store.load(db, ds, column)
+    t = coltypes.of_kind(source_types(ds).get(column), kind) if kind in ("numeric", "date") else None
     out = {}
     for u in range(len(h)):
         leaves = [h.labels[v] for v in h.leaves if h.anc[v, h.depth[u]] == u]
-        out[h.labels[u]] = [float(x) for x in leaves] if numeric else leaves
+        out[h.labels[u]] = [coltypes.number_of_text(x, t) for x in leaves] if t else leaves
     return out
 
 
@@ -170,16 +173,15 @@ def read(db, release_id):
         return info, ds, None, f"no reader for release family {fam!r}"
     nq = len(lay["qis"])
     rel = joint.Release(names, kinds, nq, suppressed=int(info["suppressed_rows"] or 0))
-    labels = {c: _labels(db, ds, c, kind == "numeric")
-              for c, kind in zip(names[:nq], kinds[:nq]) if c in _labelled(lay)}
-    reader(db, lay, names, raw, labels, rel)
+    labels = {c: _labels(db, ds, c, kind) for c, kind in zip(names[:nq], raw[:nq]) if c in _labelled(lay)}
+    reader(db, lay, names, raw, labels, rel, source_types(ds))
     return info, ds, rel.finish(), None
 
 
-def _read_record_gt(db, lay, names, raw, labels, rel):
+def _read_record_gt(db, lay, names, raw, labels, rel, types):
     """generalized and person families: one GT row per published record."""
     gt, nq = lay["relations"]["gt"], len(lay["qis"])
-    cells = _Cells(db, gt)
+    cells = _Cells(db, gt, source=types)
     for i, (n, k) in enumerate(zip(names, raw)):
         cells.add(n, k, labels.get(n) if i < nq else None)
     for r in db.rows(f"SELECT {', '.join(cells.sel)}, count(*) AS n FROM {gt} GROUP BY {cells.group_by()}"):
@@ -188,11 +190,11 @@ def _read_record_gt(db, lay, names, raw, labels, rel):
     rel.group_sizes = [r["n"] for r in db.rows(f"SELECT count(*) AS n FROM {gt} GROUP BY {db.ident(group)}")]
 
 
-def _read_bucketization(db, lay, names, raw, labels, rel):
+def _read_bucketization(db, lay, names, raw, labels, rel, types):
     """QIT/GT + ST joined by group: per group, (QI vector, SA vector) classes weighted n_q n_s / |g|."""
     rels, nq = lay["relations"], len(lay["qis"])
-    qc = _Cells(db, rels["gt"], "q.")
-    sc = _Cells(db, rels["st"], "s.", alias="s")
+    qc = _Cells(db, rels["gt"], "q.", source=types)
+    sc = _Cells(db, rels["st"], "s.", alias="s", source=types)
     for i, (n, k) in enumerate(zip(names, raw)):
         (qc if i < nq else sc).add(n, k)
     qcols = ", ".join(db.ident(n) for n in names[:nq])
@@ -206,13 +208,13 @@ def _read_bucketization(db, lay, names, raw, labels, rel):
     rel.group_sizes = [int(r["n"]) for r in db.rows(f"SELECT sum(count) AS n FROM {rels['st']} GROUP BY group_id")]
 
 
-def _read_linked(db, lay, names, raw, labels, rel):
+def _read_linked(db, lay, names, raw, labels, rel, types):
     """GT rows with their bucket; the bucket's ST value sets per SA."""
     rels, nq = lay["relations"], len(lay["qis"])
-    cells = _Cells(db, rels["gt"], "g.")
+    cells = _Cells(db, rels["gt"], "g.", source=types)
     for n, k in zip(names[:nq], raw[:nq]):
         cells.add(n, k, labels.get(n))
-    sas = _Cells(db, rels["st"], "s.", alias="s")
+    sas = _Cells(db, rels["st"], "s.", alias="s", source=types)
     for n, k in zip(names[nq:], raw[nq:]):
         sas.add(n, k)
     sel = cells.sel + sas.sel
@@ -223,7 +225,7 @@ def _read_linked(db, lay, names, raw, labels, rel):
     rel.group_sizes = [r["n"] for r in db.rows(f"SELECT count(*) AS n FROM {rels['gt']} GROUP BY group_id")]
 
 
-def _read_rating(db, lay, names, raw, labels, rel):
+def _read_rating(db, lay, names, raw, labels, rel, types):
     """AT rows by their group-label vector; each label a multiset of its group's values (IDT)."""
     rels = lay["relations"]
     groups = {}
@@ -237,18 +239,14 @@ def _read_rating(db, lay, names, raw, labels, rel):
         for n in names:
             ms = groups[(n, r[n])]
             if n in dates:
-                ms = {_days(v): m for v, m in ms.items()}
+                t = coltypes.of_kind(types.get(n), "date")
+                ms = {coltypes.number_of_text(v, t): m for v, m in ms.items()}
             elif numeric[n]:
                 ms = {float(v): m for v, m in ms.items()}
             cells.append(ms)
         rel.add(cells, r["n"])
     qcols = ", ".join(db.ident(q["column"]) for q in lay["qis"])
     rel.group_sizes = [r["n"] for r in db.rows(f"SELECT count(*) AS n FROM {rels['gt']} GROUP BY {qcols}")]
-
-
-def _days(iso):
-    import datetime
-    return float((datetime.date.fromisoformat(iso) - datetime.date(1970, 1, 1)).days)
 
 
 READERS = {"generalized": _read_record_gt, "person": _read_record_gt,

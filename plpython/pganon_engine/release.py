@@ -52,6 +52,7 @@ def publish(db, dataset, method, params, promote=False):
     if family is None:
         raise invalid(f"unknown method {method!r}", hint=f"methods: {', '.join(sorted(FAMILIES))}")
     ds = catalog.load(db, dataset)
+    catalog.check_types(ds)
     if ds.person and not getattr(family, "PROTECTS_PERSONS", False):
         raise incomplete(f'dataset {ds.name} declares the person column "{ds.person}", and {method} counts '
                          f"records, not persons: a person's several records would pass for several people",
@@ -86,6 +87,9 @@ def _pipeline(db, ds, method, family, params, p, mode, numbering_seed, promote):
     snap = copy.copy(ds)
     snap.source = lsl.SNAP
     lay = family.layout(ds, p, rel)
+    types = {a["column"]: a["type"] for a in ds.attributes}
+    for q in lay["qis"]:   # the type each QI was published from: verify names it if the column changes
+        q.setdefault("type", types[q["column"]])
     published = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
     check_published_share(ds, method, source_rows, published)
     if mode == "random":

@@ -34,13 +34,12 @@ Measures (direction: published_share must be at least its threshold, every other
 import json
 import math
 
-from . import catalog, linkage, numbering, reconstruct
+from . import catalog, coltypes, linkage, numbering, reconstruct
 
 POLICY_KEYS = ("published_share", "prosecutor_risk_max", "records_below_k", "attacker_confidence_max",
                "order", "numbering", "chain_attack", "linkage", "composed_prosecutor_risk")
 DEFAULT_PUBLISHED_SHARE = 0.5
 CHANCE_Z = 4.0     # |rank correlation| * sqrt(n - 1) beyond this is not chance (p < 1e-4)
-DAY0 = "DATE '1970-01-01'"
 
 
 class Rows:
@@ -270,8 +269,9 @@ def _attribute_bucketization(db, ds, lay, out):
     for sa in lay["sas"]:
         level = ""
         if lsl:
-            level = (f"LEFT JOIN pganon.security_level lv ON lv.dataset_id = {int(ds.id)} "
-                     f"AND lv.column_name = {db.literal(sa)} AND lv.value = v.v")
+            # the effective level (pganon._effective_level), once per distinct value
+            level = (f"LEFT JOIN (SELECT x.v, pganon._effective_level({int(ds.id)}, {db.literal(sa)}, x.v) AS level "
+                     f"FROM (SELECT DISTINCT {I(sa)}::text AS v FROM {st}) x) lv ON lv.v = v.v")
         rows, base = _value_shares(db, f"SELECT cls, x::text AS v, c FROM (SELECT group_id AS cls, {I(sa)} AS x, "
                                        f"sum(count)::float8 AS c FROM {st} GROUP BY 1, 2) a", sizes, level_join=level)
         _confidence_rows(out, sa, rows, base, promise)
@@ -412,16 +412,12 @@ def _order(db, role, relation, out):
 
 
 def _number_expr(db, column, typ):
+    """A published column on its number line (`coltypes`): a range by its lower bound."""
     c = db.ident(column)
-    if typ.endswith("range"):
-        inner = typ[:-5]
-        lo = f"lower({c})"
-        return f"({lo} - {DAY0})::float8" if inner.startswith("date") else f"{lo}::float8"
-    if typ == "date":
-        return f"({c} - {DAY0})::float8"
-    if typ in ("smallint", "integer", "bigint", "numeric", "real", "double precision"):
-        return f"{c}::float8"
-    return None
+    if typ in coltypes.RANGES:
+        return coltypes.number(f"lower({c})", coltypes.RANGES[typ])
+    t = coltypes.TYPES.get(typ)
+    return coltypes.number(c, t) if t else None
 
 
 def _numbering(db, role, relation, column, out):

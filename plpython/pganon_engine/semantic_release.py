@@ -41,7 +41,7 @@ Decisions:
 
 import json
 
-from . import generalized, lsl, semantic
+from . import coltypes, generalized, lsl, semantic
 from . import params as P
 from .errors import EngineError, incomplete, invalid
 
@@ -49,7 +49,6 @@ METHODS = ("semantic",)
 PROTECTS_PERSONS = True  # M5
 PARAMS = {"k", "l", "privacy", "coverage", "mode", "categorical", "d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
 SNAP = lsl.SNAP
-EPOCH = "DATE '1970-01-01'"
 
 
 def parse_params(method, params, ds):
@@ -97,10 +96,9 @@ def _summary(db, ds, p, rel):
     for i, q in enumerate(p["qis"]):
         c, form = I(q["column"]), generalized._cell_form(p, q)
         if form == "range":
-            lo, hi = f"min(lower({c}))", f"max(CASE WHEN upper_inc({c}) THEN upper({c}) ELSE upper({c}) - 1 END)"
-            if q["kind"] == "date":
-                lo, hi = f"({lo} - {EPOCH})", f"({hi} - {EPOCH})"
-            sel += [f"({lo})::float8 AS lo{i}", f"({hi})::float8 AS hi{i}"]
+            t = coltypes.of(q)
+            lo, hi = coltypes.bounds(c, t)
+            sel += [f"{coltypes.number(f'min({lo})', t)} AS lo{i}", f"{coltypes.number(f'max({hi})', t)} AS hi{i}"]
             dec.append(lambda r, i=i: (r[f"lo{i}"], r[f"hi{i}"]))
         elif form == "node":  # a label stands for the leaves it covers (the engine reads values)
             sel.append(f"min({c}::text) AS v{i}")
@@ -141,8 +139,9 @@ def _domains(db, p):
         c = I(q["column"])
         h = p["hierarchies"].get(q["column"])
         if q["kind"] in ("numeric", "date") and generalized._cell_form(p, q) == "range":
-            e = f"({c} - {EPOCH})" if q["kind"] == "date" else c
-            r = db.one(f"SELECT min({e})::float8 AS lo, max({e})::float8 AS hi FROM {SNAP}")
+            t = coltypes.of(q)
+            r = db.one(f"SELECT {coltypes.number(f'min({c})', t)} AS lo, {coltypes.number(f'max({c})', t)} AS hi "
+                       f"FROM {SNAP}")
             out.append({"name": q["column"], "kind": "numeric", "lo": r["lo"], "hi": r["hi"]})
         elif h is not None:
             out.append({"name": q["column"], "kind": "categorical", "hierarchy": h})
@@ -174,28 +173,21 @@ def merge(db, ds, p, rel):
         return
     # relabel: old class id -> new class id (1.. in output order), and the merged classes' cells
     cols, vals, types = ["old", "new"], [ids, [res.class_of[i] + 1 for i in range(len(ids))]], ["int4[]", "int4[]"]
-    sets = []
+    sets, ranges = [], []
     for j, q in enumerate(p["qis"]):
         form = generalized._cell_form(p, q)
         cells = [res.classes[res.class_of[i]].cells[j] for i in range(len(ids))]
         c = I(q["column"])
         if form == "range":
-            cols += [f"lo{j}", f"hi{j}"]
-            vals += [[float(x[0]) for x in cells], [float(x[1]) for x in cells]]
-            types += ["float8[]", "float8[]"]
-            rng = lsl.NUMERIC_RANGES.get(q["type"], "numrange")
-            if q["kind"] == "date":
-                sets.append(f"{c} = daterange({EPOCH} + x.lo{j}::int, {EPOCH} + x.hi{j}::int, '[]')")
-            elif rng == "numrange":
-                sets.append(f"{c} = numrange(x.lo{j}::numeric, x.hi{j}::numeric, '[]')")
-            else:
-                cast = "int" if rng == "int4range" else "bigint"
-                sets.append(f"{c} = {rng}(x.lo{j}::{cast}, x.hi{j}::{cast}, '[]')")
+            # M3's union range, from the members' own cells in SQL: exact in the column's type
+            # (the engine's float bounds are for its measures only)
+            ranges.append(f"range_merge(range_agg(g.{c})) AS r{j}")
+            sets.append(f"{c} = y.r{j}")
         elif form == "node":
             cols.append(f"v{j}")
             vals.append([str(x) for x in cells])
             types.append("text[]")
-            sets.append(f"{c} = x.v{j}")
+            sets.append(f"{c} = y.v{j}")
         else:  # M3: the union of the members' value sets, as a JSON array per class
             members = {}
             for i, old in enumerate(ids):
@@ -203,12 +195,18 @@ def merge(db, ds, p, rel):
             cols.append(f"v{j}")
             vals.append([json.dumps(sorted(members[res.class_of[i]])) for i in range(len(ids))])
             types.append("text[]")
-            sets.append(f"{c} = ARRAY(SELECT jsonb_array_elements_text(x.v{j}::jsonb))")
+            sets.append(f"{c} = ARRAY(SELECT jsonb_array_elements_text(y.v{j}::jsonb))")
     db.run("CREATE TEMP TABLE _pganon_semmap ON COMMIT DROP AS SELECT * FROM unnest("
            + ", ".join(f"${i + 1}::{t}" for i, t in enumerate(types)) + f") AS x({', '.join(cols)})", vals, types)
     db.run(f"UPDATE {rel['map']} m SET class_id = x.new FROM pg_temp._pganon_semmap x WHERE m.class_id = x.old")
-    db.run(f"UPDATE {rel['gt']} g SET class_id = x.new, {', '.join(sets)} FROM pg_temp._pganon_semmap x "
-           f"WHERE g.class_id = x.old")
+    union = ""
+    if ranges:
+        db.run(f"CREATE TEMP TABLE _pganon_semrange ON COMMIT DROP AS SELECT x.new, {', '.join(ranges)} "
+               f"FROM (SELECT DISTINCT ON (class_id) * FROM {rel['gt']} ORDER BY class_id) g "
+               "JOIN pg_temp._pganon_semmap x ON x.old = g.class_id GROUP BY x.new")
+        union = " JOIN pg_temp._pganon_semrange u USING (new)"
+    db.run(f"UPDATE {rel['gt']} g SET class_id = y.new, {', '.join(sets)} "
+           f"FROM (SELECT * FROM pg_temp._pganon_semmap{union}) y WHERE g.class_id = y.old")
     for r in ("gt", "map"):
         db.run(f"ANALYZE {rel[r]}")
 

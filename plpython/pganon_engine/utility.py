@@ -5,14 +5,13 @@ release's classes from its GT (one row per distinct published QI vector, with it
 
 Cells by GT column type: a range is the closed interval it covers (discrete ranges end one below
 their exclusive upper bound), an array is a value set, '*' is the whole domain, anything else is
-an exact value. Dates are days since 1970-01-01 on both sides.
+an exact value. Numbers, dates and timestamps are compared on `coltypes`' number line on both sides.
 """
 
 import numpy as np
 
-from . import workload
-
-EPOCH = "DATE '1970-01-01'"
+from . import coltypes, workload
+from .plpy_adapter import drop_temp
 
 
 def _column_types(db, relation):
@@ -26,8 +25,7 @@ def _domains(db, qis, snap):
     exprs = []
     for q in qis:
         c = I(q["column"])
-        exprs.append(f"({c} - {EPOCH})" if q["kind"] == "date" else
-                     f"{c}::float8" if q["kind"] == "numeric" else f"{c}::text")
+        exprs.append(f"{c}::text" if q["kind"] == "categorical" else coltypes.number(c, coltypes.of(q)))
     row = db.one("SELECT " + ", ".join(f"array_agg({e}) AS c{i}" for i, e in enumerate(exprs)) + f" FROM {snap}")
     doms = []
     for i, q in enumerate(qis):
@@ -36,7 +34,7 @@ def _domains(db, qis, snap):
             doms.append(workload.Domain.categorical_from_values(q["column"], vals))
         else:
             arr = np.asarray(vals, dtype=np.float64)
-            integral = q["kind"] == "date" or bool(np.all(arr == np.round(arr)))
+            integral = coltypes.of(q).discrete or bool(np.all(arr == np.round(arr)))
             doms.append(workload.Domain.numeric(q["column"], arr.astype(np.int64) if integral else arr))
     return doms
 
@@ -47,22 +45,19 @@ def _classes(db, qis, gt):
     sel, kinds = [], []
     for i, q in enumerate(qis):
         c, t = I(q["column"]), types[q["column"]]
-        date = q["kind"] == "date"
-        if t.endswith("range"):
-            hi = f"CASE WHEN upper_inc({c}) THEN upper({c}) ELSE upper({c}) - 1 END"
-            lo = f"lower({c})"
-            if date:
-                lo, hi = f"({lo} - {EPOCH})", f"(({hi}) - {EPOCH})"
-            sel += [f"{lo}::float8 AS lo{i}", f"({hi})::float8 AS hi{i}"]
+        if t in coltypes.RANGES:
+            ct = coltypes.RANGES[t]
+            lo, hi = coltypes.bounds(c, ct)
+            sel += [f"{coltypes.number(lo, ct)} AS lo{i}", f"{coltypes.number(hi, ct)} AS hi{i}"]
             kinds.append("range")
         elif t.endswith("[]"):
             sel.append(f"{c}::text[] AS v{i}")
             kinds.append("set")
-        elif date:
-            sel.append(f"({c} - {EPOCH})::float8 AS v{i}")
+        elif q["kind"] in ("numeric", "date"):
+            sel.append(f"{coltypes.number(c, coltypes.of(q))} AS v{i}")
             kinds.append("value")
         else:
-            sel.append(f"{c}{'::float8' if q['kind'] == 'numeric' else '::text'} AS v{i}")
+            sel.append(f"{c}::text AS v{i}")
             kinds.append("value")
     cols = ", ".join(sel)
     rows = db.rows(f"SELECT {cols}, count(*) AS n FROM {gt} GROUP BY {', '.join(str(j + 1) for j in range(len(sel)))}")
@@ -110,17 +105,16 @@ def covered_view(db, qis, snap, gt, hierarchies):
             cells.append(f"g.{c}")
             continue
         leaf_sets = [[h.labels[v] for v in h.leaves if h.anc[v, h.depth[u]] == u] for u in range(len(h))]
-        db.run(f"DROP TABLE IF EXISTS pg_temp._pganon_qv{i}")  # an earlier publish in this transaction
+        drop_temp(db, f"pg_temp._pganon_qv{i}")  # an earlier publish in this transaction
         if q["kind"] in ("numeric", "date"):
             # the leaves' [min, max] (ISO dates sort as text; numbers compare as numbers)
             num = q["kind"] == "numeric"
             lo = [min(ls, key=float if num else str) for ls in leaf_sets]
             hi = [max(ls, key=float if num else str) for ls in leaf_sets]
-            rng, typ = ("numrange", "numeric") if num else ("daterange", "date")
             db.run(f"CREATE TEMP TABLE _pganon_qv{i} ON COMMIT DROP AS SELECT * FROM "
                    f"unnest($1::text[], $2::text[], $3::text[]) AS u(node, lo, hi)", [list(h.labels), lo, hi],
                    ["text[]", "text[]", "text[]"])
-            cells.append(f"{rng}(v{i}.lo::{typ}, v{i}.hi::{typ}, '[]') AS {c}")
+            cells.append(f"{coltypes.cell(f'v{i}.lo', f'v{i}.hi', coltypes.of(q))} AS {c}")
         else:
             db.run(f"CREATE TEMP TABLE _pganon_qv{i} ON COMMIT DROP AS SELECT u.node, array_agg(u.leaf) AS leaves "
                    f"FROM unnest($1::text[], $2::text[]) AS u(node, leaf) "
@@ -129,7 +123,7 @@ def covered_view(db, qis, snap, gt, hierarchies):
                    ["text[]", "text[]"])
             cells.append(f"v{i}.leaves AS {c}")
         joins.append(f"JOIN pg_temp._pganon_qv{i} v{i} ON v{i}.node = g.{c}::text")
-    db.run("DROP TABLE IF EXISTS pg_temp._pganon_qview")
+    drop_temp(db, "pg_temp._pganon_qview")
     db.run(f"CREATE TEMP TABLE _pganon_qview ON COMMIT DROP AS SELECT {', '.join(cells)} FROM {gt} g "
            + " ".join(joins))
     return "pg_temp._pganon_qview"

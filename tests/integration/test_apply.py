@@ -39,8 +39,9 @@ def test_apply_json_and_failure_leaves_nothing(conn, name, tmp_path):
 def test_apply_rejects_unknown_keys(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("dataset: a\nsource: b\nkey_column: id\nattribute: []\n")
-    with pytest.raises(PganonError, match="unknown keys"):
+    with pytest.raises(PganonError, match=r"x.yaml:4: unknown key 'attribute' \(did you mean 'attributes'\?\)") as e:
         catalog.read_spec(path)
+    assert e.value.sqlstate == "PA002"
 
 
 def test_apply_sets_the_policy_and_a_bad_policy_leaves_nothing(conn, name, tmp_path):
@@ -61,3 +62,11 @@ def test_apply_sets_the_policy_and_a_bad_policy_leaves_nothing(conn, name, tmp_p
     path.write_text(json.dumps(base))                         # no policy key: back to the promises
     catalog.apply(conn, path)
     assert catalog.policy(conn, name) == {}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "pganon/data").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_bundled_declaration_file_passes_the_schema(path):
+    spec = catalog.read_spec(path)
+    assert spec["dataset"] and spec["key_column"]
+    for by_level in (spec.get("security_levels") or {}).values():
+        assert all(isinstance(v, str) for values in by_level.values() for v in values)

@@ -286,21 +286,6 @@ def test_the_level_lookup_uses_the_md5_key(conn):
 
 # --- error messages that quote values --------------------------------------------------------
 
-def test_the_missing_level_error_quotes_a_few_values_cut_short(conn):
-    """Why 9: the missing-level error echoed sensitive values verbatim and unbounded (a 1 MB
-    message). It names at most five values, each cut to 40 characters, and counts the rest."""
-    huge = "A" * (1 << 20)   # sorts first: among the five shown
-    ds = make_dataset(conn, BASE)
-    conn.execute(sql.SQL("UPDATE {} SET sens0 = CASE WHEN id0 = 0 THEN %s ELSE 'nolevel' || id0 END "
-                         "WHERE id0 < 9").format(I(ds)), (huge,))
-    with pytest.raises(psycopg.Error) as e:
-        publish(conn, ds, "mbf_mslf")
-    msg = e.value.diag.message_primary
-    assert e.value.sqlstate == "PA003" and "sensitive values without a security level" in msg
-    assert len(msg) < 600 and len(e.value.diag.message_hint or "") < 300 and len(e.value.diag.message_detail or "") < 300
-    assert "9 value(s)" in msg and "and 4 more" in msg and "AAAA..." in msg and f"({1 << 20} characters)" in msg
-
-
 @pytest.mark.parametrize("method, params", [("rating", {"sc": 2}), ("anatomy", {"l": 2, "d": 1})])
 def test_an_ineligible_value_is_named_cut_short(conn, method, params):
     """The eligibility errors of rating and anatomy name the over-frequent value: cut short."""

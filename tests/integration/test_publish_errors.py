@@ -53,10 +53,19 @@ def test_empty_table(conn, t1):
     _fails(conn, "PA004", "the source table", t1, "mbf", "{}")
 
 
-def test_sensitive_value_without_a_level(conn, t1):
+def test_a_sensitive_value_without_a_level_gets_the_highest(conn, t1):
+    """Unlisted values take the attribute's default level, the highest declared one unless set
+    (issue 13: a declaration no longer lists every value one by one)."""
     conn.execute(f"UPDATE \"{t1}\" SET disease = 'Malaria' WHERE rid = 2")
-    e = _fails(conn, "PA003", "sensitive values without a security level", t1, "mbf_mslf", "{}")
-    assert "'Malaria'" in e.diag.message_primary and "set_security_level" in e.diag.message_hint
+    top = conn.execute("SELECT max(level) FROM pganon.level_l l JOIN pganon.dataset d ON d.id = l.dataset_id "
+                       "WHERE d.name = %s", (t1,)).fetchone()[0]
+    rid = publish(conn, t1, "mbf_mslf")
+    levels = conn.execute("SELECT layout->'relations'->>'levels' FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    level, l = conn.execute(f"SELECT level, l FROM {levels} WHERE sa = 'disease' AND value = 'Malaria'").fetchone()
+    want_l = conn.execute("SELECT l FROM pganon.level_l l JOIN pganon.dataset d ON d.id = l.dataset_id "
+                          "WHERE d.name = %s AND level = %s", (t1, top)).fetchone()[0]
+    assert (level, l) == (top, want_l) and top > 0
+    assert all(p for _, p, _ in conn.execute("SELECT * FROM pganon.verify(%s)", (rid,)))
 
 
 def test_unknown_method_and_parameters(conn, t1):

@@ -29,6 +29,7 @@ RELEASED = {
     "0005_candidate_promote.py": "d3cd9940d0c4d2eed31b516b16d9390e223d3fe3c4449d991b7bccaa056f68e1",
     "0006_dataset_owner.py": "f65250eac9b013309e50b717c2a4ae147053c140702c941a7804158b6a201103",
     "0007_security_level_hash_key.py": "aa7cd07878f26a06c9397e4601a0bb2fa8e648806e045708775a89e0739057ed",
+    "0008_attribute_default_level.py": "586680384a66920259372b5d7a846be92bfc909e613c25a0066dcfe99d47b0a3",
 }
 
 

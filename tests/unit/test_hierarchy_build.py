@@ -308,8 +308,22 @@ def test_dates_chosen_levels():
     assert hb.dates(["2019-11-02"], levels="year") == [["2019-11-02", "2019", "*"]]
 
 
+def test_dates_over_timestamps_keep_the_text_as_leaf_and_add_the_day():
+    """A timestamp column's text (PostgreSQL's output, with or without a zone) is the leaf, so it
+    matches the data; its day is the first level (issue 13: gaa and geneir over timestamps)."""
+    assert hb.dates(["2024-03-15 08:30:00", "2024-03-15 09:00:00.5+01", "2023-12-31 23:59:59"]) == [
+        ["2023-12-31 23:59:59", "2023-12-31", "2023-12", "2023", "*"],
+        ["2024-03-15 08:30:00", "2024-03-15", "2024-03", "2024", "*"],
+        ["2024-03-15 09:00:00.5+01", "2024-03-15", "2024-03", "2024", "*"],
+    ]
+    assert hb.dates(["2024-03-15 08:30:00"], levels=("year",)) == [["2024-03-15 08:30:00", "2024", "*"]]
+
+
 @pytest.mark.parametrize("values, kwargs, match", [
     ([], {}, "dates has no values"),
+    (["2024-01-01"], {"levels": ("day", "month")}, "level day would repeat the date"),
+    (["2024-02-30 10:00:00"], {}, "is not a valid date"),
+    (["2024-01-01 25:00:00"], {}, "is not a valid date"),
     (["2024-01-01", None], {}, "dates has a NULL value"),
     ([datetime(2024, 1, 1, 12)], {}, "is a timestamp, not a date"),
     (["2024-02-30"], {}, "is not a valid date"),
