@@ -42,6 +42,9 @@ def connect(dsn: str | None = None, autocommit: bool = True) -> PinnedConnection
     target = resolve_dsn(dsn)
     try:
         conn = PinnedConnection.connect(target, autocommit=True)
+    except psycopg.ProgrammingError:  # a malformed DSN: libpq's message quotes it, password and all
+        raise PganonError("the connection string is malformed (not shown: it may hold a password)",
+                          sqlstate="08001", hint="write it as key=value pairs or a postgresql:// URI") from None
     except psycopg.OperationalError as exc:
         # libpq's reason (never the DSN: it may hold a password), without its own indented hint
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
