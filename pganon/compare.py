@@ -13,9 +13,11 @@ Settings (the middle value of each list is the default setting of the other swee
   rows         time against rows: the first fraction * n rows by key (`limit`), default setting
   SAs          time against the number of sensitive attributes (the first d declared)
   thetas       the shared workload's selectivities (`pganon.compare`)
-Releases of the k and l sweeps are measured by `pganon.compare` (KL, ARE per theta, NCP, DM,
-confidence, class sizes); the rows and SA runs record seconds only, next to the seconds of a
-plain CREATE TABLE AS of the same rows and columns.
+Releases of the k and l sweeps are measured by `pganon.compare` (KL, ARE per theta, class
+sizes) one at a time, so progress can count them; NCP, DM, suppression, seconds and the attacker's
+confidence are the release's own headline numbers (pganon.release_metrics, pganon.risk), the
+same every other report shows. The rows and SA runs record seconds only, next to the seconds of
+a plain CREATE TABLE AS of the same rows and columns.
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def _publish(conn, dataset, method, params, progress):
     except (PganonError, psycopg.Error) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if progress:
-            progress(f"  {method} {params}: failed: {text}")
+            progress(f"  failed: {text}")
         return None, text
 
 
@@ -149,105 +151,148 @@ def _ctas_seconds(conn, info, cols, limit=None):
     return dt
 
 
+def _plan(info: dict, settings: Settings) -> list[dict]:
+    """Every publish of a comparison, in order, so progress can say n of N: the k and l sweeps,
+    then the rows runs at each fraction, then the SA runs (the full count and a one-SA method at
+    one SA reuse the default run: no publish)."""
+    k0, l0, sas, plan = settings.k0, settings.l0, info["sas"], []
+    for label in settings.methods:
+        method = settings.method(label)
+        steps = []
+        if method in K_PARAM:
+            steps += [("k", k, l0) for k in settings.ks]
+        if method in L_PARAM:
+            steps += [("l", k0, l) for l in settings.ls if not (method in K_PARAM and l == l0)]
+        for sweep, k, l in steps or [("fixed", k0, l0)]:
+            plan.append({"axis": "sweep", "method": label, "sweep": sweep, "k": k, "l": l,
+                         "params": params_for(label, k, l, settings, info,
+                                              **({"sensitive": sas[:1]} if method in ONE_SA else {}))})
+    for f in sorted(settings.fractions):
+        if not 0 < f < 1:
+            continue
+        limit = max(1, int(round(f * info["rows"])))
+        for label in settings.methods:
+            method = settings.method(label)
+            if method not in NO_LIMIT:
+                plan.append({"axis": "rows", "method": label, "x": limit,
+                             "params": params_for(label, k0, l0, settings, info, limit=limit,
+                                                  **({"sensitive": sas[:1]} if method in ONE_SA else {}))})
+    for d in sorted(set(settings.sa_counts or range(1, len(sas) + 1))):
+        if not 1 <= d <= len(sas):
+            continue
+        for label in settings.methods:
+            method = settings.method(label)
+            if (method in ONE_SA and d > 1) or d < MIN_SAS.get(method, 1):
+                continue
+            reuse = d == len(sas) or (method in ONE_SA and d == 1)
+            plan.append({"axis": "sas", "method": label, "x": d, "reuse": reuse,
+                         "params": None if reuse else params_for(label, k0, l0, settings, info, sensitive=sas[:d])})
+    return plan
+
+
+def _setting_text(method: str, k: int, l: int) -> str:
+    """The parameters of a sweep the method takes: "k=5", "l=3", "k=5 l=3", or "default"."""
+    return " ".join([f"k={k}"] * (method in K_PARAM) + [f"l={l}"] * (method in L_PARAM)) or "default"
+
+
+def _measured(conn, run: dict, cmp_params: dict) -> tuple[dict, dict]:
+    """pganon.compare of one release and the workload it used. The shared workload is seeded,
+    so one release at a time measures exactly what all at once would, and progress can count."""
+    out = conn.execute("SELECT pganon.compare(%s::bigint[], %s::jsonb)",
+                       ([run["release"]], json.dumps(cmp_params))).fetchone()[0]
+    return out["releases"][0], out["workload"]
+
+
+def canonical(measures: dict, headline: dict, risk_rows: list[dict]) -> dict:
+    """pganon.compare's measures with the figures the catalog defines taken from the catalog:
+    NCP %, DM, suppression and seconds from pganon.release_metrics, the attacker's confidence
+    from pganon.risk. pganon.compare estimates these its own way; a report showing both would
+    give one release two numbers under one name."""
+    m = dict(measures)
+    m["ncp_percent"], m["dm"] = headline.get("ncp_percent"), headline.get("dm")
+    m["qis_exact"] = headline.get("qis_exact")
+    if headline.get("suppressed_percent") is not None:
+        m["suppression"] = headline["suppressed_percent"] / 100.0
+    m["seconds"] = headline.get("seconds")
+    m["confidence"] = releases.confidence(risk_rows)
+    return m
+
+
 def run(conn: psycopg.Connection, dataset: str, settings: Settings, progress=None) -> dict:
-    """Publish and measure every setting inside one transaction that is rolled back."""
+    """Publish and measure every setting inside one transaction that is rolled back. `progress`
+    receives one line per publish and per measured release, numbered n/N."""
     say = progress or (lambda m: None)
     info = dataset_info(conn, dataset)
     for m in settings.methods:
         if not isinstance(m, str) or not m:
             raise PganonError(f"bad method name {m!r}", sqlstate="PA002")
     started = time.perf_counter()
-    runs, failures = [], []
+    runs, failures, scaling = [], [], []
     if not conn.autocommit:
         raise PganonError("compare needs an autocommit connection (it manages its own transaction)")
+    plan = _plan(info, settings)
+    total = sum(1 for p in plan if not p.get("reuse"))
+    done = 0
     conn.autocommit = False
     try:
         with conn.transaction(force_rollback=True):
             k0, l0 = settings.k0, settings.l0
-            sas = info["sas"]
-            for label in settings.methods:
-                method = settings.method(label)
-                settings_list = []
-                if method in K_PARAM:
-                    settings_list += [("k", k, l0) for k in settings.ks]
-                if method in L_PARAM:
-                    settings_list += [("l", k0, l) for l in settings.ls if not (method in K_PARAM and l == l0)]
-                if not settings_list:
-                    settings_list = [("fixed", k0, l0)]
-                for sweep, k, l in settings_list:
-                    extra = {"sensitive": sas[:1]} if method in ONE_SA else {}
-                    p = params_for(label, k, l, settings, info, **extra)
-                    say(f"{label} {sweep} k={k} l={l}")
-                    rid, wall = _publish(conn, dataset, method, p, progress)
-                    row = {"method": label, "sweep": sweep, "k": k, "l": l, "params": p}
+            all_cols = [info["key"]] + info["qis"] + info["sas"]
+            copies = set()
+            for step in plan:
+                label, axis = step["method"], step["axis"]
+                if step.get("reuse"):
+                    hit = next((r for r in runs if r["method"] == label and r["default"]), None)
+                    if hit:
+                        scaling.append({"axis": "sas", "method": label, "x": step["x"], "release": hit["release"]})
+                    continue
+                if axis == "rows" and step["x"] not in copies:
+                    copies.add(step["x"])
+                    scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": step["x"],
+                                    "seconds": round(_ctas_seconds(conn, info, all_cols, step["x"]), 4)})
+                done += 1
+                what = (_setting_text(settings.method(label), step["k"], step["l"]) if axis == "sweep" else
+                        f"rows={step['x']}" if axis == "rows" else f"SAs={step['x']}")
+                say(f"publish {done}/{total}: {label} {what}")
+                rid, wall = _publish(conn, dataset, settings.method(label), step["params"], progress)
+                if axis == "sweep":
+                    row = {"method": label, "sweep": step["sweep"], "k": step["k"], "l": step["l"],
+                           "params": step["params"]}
                     if rid is None:
                         failures.append({**row, "error": wall})
                         continue
                     runs.append({**row, "release": rid, "wall_seconds": round(wall, 4),
-                                 "default": (k == k0 and l == l0), "risk": releases.risk(conn, rid)})
-            # time against rows and against the number of SAs, at the default setting
-            scaling = []
-            n = info["rows"]
-            all_cols = [info["key"]] + info["qis"] + sas
-            for f in sorted(settings.fractions):
-                if not 0 < f < 1:
-                    continue
-                limit = max(1, int(round(f * n)))
-                scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": limit,
-                                "seconds": round(_ctas_seconds(conn, info, all_cols, limit), 4)})
-                for label in settings.methods:
-                    method = settings.method(label)
-                    if method in NO_LIMIT:
-                        continue
-                    p = params_for(label, k0, l0, settings, info, limit=limit,
-                                   **({"sensitive": sas[:1]} if method in ONE_SA else {}))
-                    say(f"{label} rows={limit}")
-                    rid, wall = _publish(conn, dataset, method, p, progress)
-                    if rid is None:
-                        failures.append({"method": label, "sweep": "rows", "x": limit, "params": p, "error": wall})
-                        continue
-                    scaling.append({"axis": "rows", "method": label, "x": limit, "seconds": round(wall, 4),
-                                    "release": rid})
-            scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": n,
+                                 "default": (step["k"] == k0 and step["l"] == l0)})
+                elif rid is None:
+                    failures.append({"method": label, "sweep": axis, "x": step["x"], "params": step["params"],
+                                     "error": wall})
+                else:
+                    scaling.append({"axis": axis, "method": label, "x": step["x"], "release": rid,
+                                    "wall_seconds": round(wall, 4)})
+            # every row: the copy, and the default runs of the sweeps
+            scaling.append({"axis": "rows", "method": "(copy: CREATE TABLE AS)", "x": info["rows"],
                             "seconds": round(_ctas_seconds(conn, info, all_cols), 4)})
-            for r in runs:
-                if r["default"]:
-                    scaling.append({"axis": "rows", "method": r["method"], "x": n, "seconds": r["wall_seconds"],
-                                    "release": r["release"]})
-            counts = settings.sa_counts or list(range(1, len(sas) + 1))
-            for d in sorted(set(counts)):
-                if not 1 <= d <= len(sas):
-                    continue
-                for label in settings.methods:
-                    method = settings.method(label)
-                    if (method in ONE_SA and d > 1) or d < MIN_SAS.get(method, 1):
-                        continue
-                    if d == len(sas) or (method in ONE_SA and d == 1):
-                        hit = next((r for r in runs if r["method"] == label and r["default"]), None)
-                        if hit:
-                            scaling.append({"axis": "sas", "method": label, "x": d, "seconds": hit["wall_seconds"],
-                                            "release": hit["release"]})
-                        continue
-                    p = params_for(label, k0, l0, settings, info, sensitive=sas[:d])
-                    say(f"{label} d={d}")
-                    rid, wall = _publish(conn, dataset, method, p, progress)
-                    if rid is None:
-                        failures.append({"method": label, "sweep": "sas", "x": d, "params": p, "error": wall})
-                        continue
-                    scaling.append({"axis": "sas", "method": label, "x": d, "seconds": round(wall, 4), "release": rid})
-            say(f"measuring {len(runs)} releases on one shared workload")
-            ids = [r["release"] for r in runs]
-            measured = {}
+            scaling += [{"axis": "rows", "method": r["method"], "x": info["rows"], "release": r["release"]}
+                        for r in runs if r["default"]]
+            # the headline numbers of every release made, before the rollback takes them away
+            ids = [r["release"] for r in runs] + [s["release"] for s in scaling if s.get("release")]
+            heads = {}
             if ids:
-                cmp_params = {"thetas": settings.thetas, "queries": settings.queries, "seed": settings.seed}
-                out = conn.execute("SELECT pganon.compare(%s::bigint[], %s::jsonb)",
-                                   (ids, json.dumps(cmp_params))).fetchone()[0]
-                measured = {r["release"]: r for r in out["releases"]}
-                workload = out["workload"]
-            else:
-                workload = {}
-            for r in runs:
-                r["measures"] = measured.get(r["release"], {})
+                cur = conn.execute("SELECT pg_catalog.to_jsonb(m) FROM pganon.release_metrics m "
+                                   "WHERE m.release = ANY(%s::bigint[])", (ids,))
+                heads = {h["release"]: releases.typed(h) for (h,) in cur.fetchall()}
+            for s in scaling:
+                if s.get("release"):
+                    s["seconds"] = heads[s["release"]]["seconds"]
+            cmp_params = {"thetas": settings.thetas, "queries": settings.queries, "seed": settings.seed}
+            workload = {}
+            for i, r in enumerate(runs, 1):
+                say(f"measure {i}/{len(runs)}: {r['method']} {_setting_text(settings.method(r['method']), r['k'], r['l'])}"
+                    f" (release {r['release']})")
+                r["headline"] = heads[r["release"]]
+                r["risk"] = releases.risk(conn, r["release"])
+                measures, workload = _measured(conn, r, cmp_params)
+                r["measures"] = canonical(measures, r["headline"], r["risk"])
     finally:
         conn.autocommit = True
     return {"dataset": info, "settings": {"methods": settings.methods, "ks": settings.ks, "ls": settings.ls,
@@ -268,15 +313,18 @@ def _version(conn):
 
 def release_report(conn: psycopg.Connection, release: int) -> dict:
     """`pganon report RELEASE`: what was promised, what was verified (the checks re-run now),
-    what it costs in utility (`pganon.compare` of this release alone) and what an attacker learns
-    (its confidence per SA and, for GT/ST releases, the fingerprint-correlation audit)."""
+    what it costs in utility (its headline numbers, pganon.release_metrics, and `pganon.compare`
+    of this release alone) and what an attacker learns (pganon.risk and, for GT/ST releases, the
+    fingerprint-correlation audit)."""
     rel = releases.get(conn, release=release)
     layout = conn.execute("SELECT layout FROM pganon.release WHERE id = %s", (release,)).fetchone()[0]
     rel["layout"] = layout
     rel["created_at"] = str(rel.get("created_at"))
     checks = releases.verify(conn, release)
+    risk = releases.risk(conn, release)
     measures = conn.execute("SELECT pganon.compare(ARRAY[%s]::bigint[])", (release,)).fetchone()[0]["releases"][0]
-    out = {"release": rel, "checks": checks, "measures": measures, "risk": releases.risk(conn, release)}
+    out = {"release": rel, "headline": rel["headline"], "checks": checks,
+           "measures": canonical(measures, rel["headline"], risk), "risk": risk}
     if layout.get("family") == "linked" or (layout.get("family") == "bucketization" and layout.get("delta")):
         out["audit"] = (rel.get("metrics") or {}).get("audit") and {"summary": rel["metrics"]["audit"]} or \
             conn.execute("SELECT pganon.audit(%s)", (release,)).fetchone()[0]

@@ -54,6 +54,22 @@ def risk(conn: psycopg.Connection, release: int) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
+def confidence(risk_rows: list[dict]) -> dict:
+    """Per attribute, the attacker's confidence as pganon.risk measured it: {attribute: {"mean",
+    "max", "baseline"}} (max over the attribute's security levels; baseline: the share of its most
+    common value, what an attacker guesses with no release). The reports draw these, not a second
+    estimate of their own."""
+    out: dict = {}
+    for r in risk_rows:
+        key = {"attacker_confidence_mean": "mean", "attacker_confidence_max": "max",
+               "baseline_confidence": "baseline"}.get(r["measure"])
+        if key is None or r["value"] is None:
+            continue
+        a = out.setdefault(r["scope"].split(" level ")[0], {})
+        a[key] = max(a.get(key, r["value"]), r["value"])
+    return out
+
+
 def verify(conn: psycopg.Connection, release: int) -> list[dict]:
     try:
         rows = conn.execute('SELECT "check", passed, detail FROM pganon.verify(%s)', (release,)).fetchall()
@@ -67,42 +83,106 @@ def get(conn: psycopg.Connection, release: int | None = None, dataset: str | Non
     if release is None and dataset is None:
         raise PganonError("give a release id or a dataset name")
     if release is not None:
-        cur = conn.execute("SELECT * FROM pganon.releases WHERE id = %s", (release,))
+        cur = conn.execute(_WITH_HEADLINE + " WHERE r.id = %s", (release,))
     else:
-        cur = conn.execute("SELECT * FROM pganon.releases WHERE dataset = %s AND is_current", (dataset,))
+        cur = conn.execute(_WITH_HEADLINE + " WHERE r.dataset = %s AND r.is_current", (dataset,))
     row = cur.fetchone()
     if row is None:
         what = f"release {release}" if release is not None else f"current release of dataset {dataset!r}"
         raise PganonError(f"there is no {what}", sqlstate="PA001",
                           hint="list them with `pganon releases`; a candidate is named by its id")
-    return dict(zip([c.name for c in cur.description], row))
+    out = dict(zip([c.name for c in cur.description], row))
+    out["headline"] = typed(out["headline"])
+    return out
 
 
 def list_releases(conn: psycopg.Connection, dataset: str | None = None) -> list[dict]:
-    cur = conn.execute("SELECT * FROM pganon.releases WHERE %s::text IS NULL OR dataset = %s ORDER BY id",
+    cur = conn.execute(_WITH_HEADLINE + " WHERE %s::text IS NULL OR r.dataset = %s ORDER BY r.id",
                        (dataset, dataset))
     names = [c.name for c in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    out = [dict(zip(names, r)) for r in cur.fetchall()]
+    for r in out:
+        r["headline"] = typed(r["headline"])
+    return out
+
+
+# The headline numbers, one definition each (issue 13): summary key -> (column of the view
+# pganon.release_metrics, label in the reports, what it means). The CLI, `pganon report` and
+# `pganon compare` all take these numbers from that view and their wording from here.
+METRICS = {
+    "groups": ("groups", "groups", "Groups (equivalence classes, QI groups, buckets) the release publishes."),
+    "published": ("published_rows", "published rows", "Source rows the release publishes."),
+    "suppressed": ("suppressed_rows", "suppressed rows", "Source rows left out of the release."),
+    "suppressed %": ("suppressed_percent", "suppressed %", "Suppressed rows as a percentage of the source rows."),
+    "NCP%": ("ncp_percent", "NCP %",
+             "Normalized certainty penalty of the quasi-identifier cells as published, mean over records and "
+             "QIs: a range's width over the column's, a value set's size over the column's distinct values, "
+             "0 for one value, 100 for a suppressed cell. 0 means every QI is published exactly (shown as "
+             "\"exact\"): the release protects by breaking the link to the sensitive values, not by coarsening "
+             "the QIs."),
+    "group NCP%": ("group_ncp_percent", "group NCP %",
+                   "Bucketization releases: the NCP their groups' QI values would have if each group published "
+                   "its QI ranges (Khan et al. 2020, section 6.1.1, Eq. 6), a measure of how far apart the records that share a "
+                   "group's sensitive values are."),
+    "query error": ("query_error", "query error",
+                    "Mean relative error of the release's own seeded COUNT queries on the QIs at selectivity "
+                    "theta (the publish parameters queries, theta, seed), estimated uniformly within the published "
+                    "cells (Khan et al. 2020, section 6.1.2); 0 when the QIs are published exactly."),
+    "AIL": ("ail", "AIL", "Average information loss of the security-level groups (Xiao & Li 2020, Definition 14)."),
+    "SR": ("sr", "SR", "Suppression ratio: suppressed rows over source rows (Xiao & Li 2020, Definition 15)."),
+    "DM": ("dm", "DM", "Discernibility metric: the sum of the squared class sizes."),
+    "C_avg": ("c_avg", "C_avg", "Average class size over k."),
+    "NLoss": ("nloss", "NLoss", "Information loss of the person-level release (Wang et al. 2019, section 4.1)."),
+    "v": ("v", "v", "Share of persons the release's model counts as vulnerable."),
+    "vulnerable": ("vulnerable", "vulnerable records",
+                   "Records whose sensitive value the fingerprint-correlation attack recovers (GT/ST releases "
+                   "with bucket links)."),
+    "prosecutor risk": ("prosecutor_risk_max", "identity risk",
+                        "Worst prosecutor risk: 1 over the size of the smallest class a record can be matched "
+                        "to from its QIs (pganon.risk prosecutor_risk_max)."),
+    "attacker confidence": ("attacker_confidence_max", "attacker confidence",
+                            "Worst-case confidence an attacker who knows a person's QIs has in that person's "
+                            "sensitive value, over every sensitive attribute and scope (pganon.risk "
+                            "attacker_confidence_max)."),
+    "risk failures": ("risk_failures", "policy failures", "Risk figures that break the dataset's policy."),
+    "seconds": ("seconds", "seconds", "Time pganon.publish spent in its phases, verification included."),
+}
+
+# Shown by `pganon releases` and `pganon publish` whatever the family (others only when set).
+_ALWAYS = ("groups", "published", "suppressed", "NCP%", "query error", "seconds")
+
+_WITH_HEADLINE = ("SELECT r.*, pg_catalog.to_jsonb(m) AS headline FROM pganon.releases r "
+                  "JOIN pganon.release_metrics m ON m.release = r.id")
+
+
+# Columns of pganon.release_metrics that count things; every other number is a float8 (JSON
+# turns 0.0 into 0: `typed` turns it back, so the CLI and --format json print a float as one).
+_COUNTS = {"release", "source_rows", "published_rows", "suppressed_rows", "groups", "vulnerable", "risk_failures"}
+
+
+def typed(h: dict) -> dict:
+    """A row of pganon.release_metrics read through to_jsonb, with its float8 columns as floats."""
+    return {k: float(v) if isinstance(v, int) and not isinstance(v, bool) and k not in _COUNTS else v
+            for k, v in h.items()}
+
+
+def headline(rel: dict) -> dict:
+    """The release's row of pganon.release_metrics, from a dict `get`/`list_releases` returned."""
+    if "headline" not in rel:
+        raise PganonError("this release dict has no headline numbers: read it with releases.get or list_releases")
+    return rel["headline"]
 
 
 def summary(rel: dict) -> dict:
-    """The numbers a DBA looks at first."""
-    m = rel["metrics"] or {}
-    out = {
-        "release": rel["id"], "dataset": rel["dataset"], "method": rel["method"],
-        "groups": rel["groups"], "published": rel["published_rows"], "suppressed": rel["suppressed_rows"],
-        "AIL": m.get("ail"), "SR": m.get("sr"), "NCP%": m.get("ncp_percent"),
-        "query error": (m.get("query_error") or {}).get("mean"),
-        "vulnerable": (m.get("audit") or {}).get("n_vulnerable_correct"),
-        "seconds": float(rel["seconds"] or 0),
-    }
-    out["status"], out["risk failures"] = rel.get("status"), rel.get("risk_failures")
-    if "nloss" in m:  # person-aware releases (danonyir, geneir): information loss and the vulnerable share
-        out = {**{k: v for k, v in out.items() if k not in ("AIL", "SR", "seconds")},
-               "NLoss": m["nloss"], "v": m.get("v"), "seconds": out["seconds"]}
-    if "dm" in m:  # generalized releases: discernibility and average class size over k
-        out = {**{k: v for k, v in out.items() if k not in ("AIL", "SR", "vulnerable", "seconds")},
-               "DM": m["dm"], "C_avg": m.get("c_avg"), "seconds": out["seconds"]}
+    """The numbers a DBA looks at first, from pganon.release_metrics (the definition every
+    report shares): keys of METRICS, those that do not apply to the release's family left out."""
+    h = headline(rel)
+    out = {"release": rel["id"], "dataset": rel["dataset"], "method": rel["method"], "status": rel.get("status")}
+    for key, (col, _, _) in METRICS.items():
+        v = h.get(col)
+        if v is not None or key in _ALWAYS:
+            out[key] = v
+    out["seconds"] = float(out["seconds"] or 0)
     return out
 
 

@@ -54,13 +54,16 @@ def _fmt(v: float) -> str:
     return f"{v:.2g}"
 
 
-def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (1, 2, 5 times a power of ten apart)."""
+def nice_ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[float]:
+    """Round tick values covering [lo, hi] (1, 2, 5 times a power of ten apart; 2.5 too unless
+    `integer`: an axis of counts, k or l never gets a tick between two whole numbers)."""
     if hi <= lo:
         hi = lo + (abs(lo) or 1.0)
     raw = (hi - lo) / max(n - 1, 1)
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    step = next(m * mag for m in ((1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)) if m * mag >= raw)
+    if integer:
+        step = max(1, round(step))
     start = math.floor(lo / step) * step
     ticks, t = [], start
     while t <= hi + step * 1e-9:
@@ -68,7 +71,7 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
         t += step
     if ticks[-1] < hi:
         ticks.append(round(t, 12))
-    return ticks
+    return [int(round(t)) for t in ticks] if integer else ticks
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
@@ -80,8 +83,16 @@ def log_ticks(lo: float, hi: float) -> list[float]:
     return ticks
 
 
+def is_integer_axis(values) -> bool:
+    """An axis whose values are all whole numbers given as int (k, l, rows, counts)."""
+    vals = [v for v in values if v is not None]
+    return bool(vals) and all(isinstance(v, int) and not isinstance(v, bool) for v in vals)
+
+
 class _Axis:
-    def __init__(self, values, log, lo_zero, pixels, flip=False):
+    def __init__(self, values, log, lo_zero, pixels, flip=False, integer=None):
+        values = list(values)
+        self.integer = is_integer_axis(values) if integer is None else integer
         vals = [v for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
         self.log = log and bool(vals)
         if not vals:
@@ -89,10 +100,12 @@ class _Axis:
         lo, hi = min(vals), max(vals)
         if self.log:
             self.ticks = log_ticks(lo, hi)
+            if self.integer:
+                self.ticks = [int(t) for t in self.ticks if t >= 1] or [1, 10]
         else:
             if lo_zero:
                 lo = min(0.0, lo)
-            self.ticks = nice_ticks(lo, hi)
+            self.ticks = nice_ticks(lo, hi, integer=self.integer)
         self.lo, self.hi = self.ticks[0], self.ticks[-1]
         if self.hi == self.lo:
             self.hi = self.lo + 1
@@ -107,17 +120,49 @@ class _Axis:
         return b - f * (b - a) if self.flip else a + f * (b - a)
 
 
-def _marker(kind: str, x: float, y: float, colour: str, tip: str) -> str:
+def _marker(kind: str, x: float, y: float, colour: str, tip: str, cls: str = "mark") -> str:
     t = f"<title>{escape(tip)}</title>"
     if kind == "square":
-        return f'<rect class="mark" x="{x - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" height="7" fill="{colour}">{t}</rect>'
+        return f'<rect class="{cls}" x="{x - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" height="7" fill="{colour}">{t}</rect>'
     if kind == "diamond":
         pts = f"{x:.1f},{y - 4.5:.1f} {x + 4.5:.1f},{y:.1f} {x:.1f},{y + 4.5:.1f} {x - 4.5:.1f},{y:.1f}"
-        return f'<polygon class="mark" points="{pts}" fill="{colour}">{t}</polygon>'
+        return f'<polygon class="{cls}" points="{pts}" fill="{colour}">{t}</polygon>'
     if kind == "triangle":
         pts = f"{x:.1f},{y - 4.5:.1f} {x + 4.5:.1f},{y + 3.5:.1f} {x - 4.5:.1f},{y + 3.5:.1f}"
-        return f'<polygon class="mark" points="{pts}" fill="{colour}">{t}</polygon>'
-    return f'<circle class="mark" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour}">{t}</circle>'
+        return f'<polygon class="{cls}" points="{pts}" fill="{colour}">{t}</polygon>'
+    return f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour}">{t}</circle>'
+
+
+# Text metrics for laying out labels without a browser: the widest character of the 10 px tick
+# font is about 6.2 px, a line of it 12 px high. Margins are computed from the labels so axis
+# titles never overlap tick labels.
+TICK_CHAR, TICK_H = 6.2, 12
+TITLE_H = 13  # the axis titles' line (11 px font)
+LEGEND_GAP = 16  # from the bottom of the plot area (the x-axis title's baseline is 6 above it) to the legend's first line
+
+
+def _text_width(text: str, char: float = TICK_CHAR) -> float:
+    return char * len(text)
+
+
+def _left_margin(labels) -> int:
+    """Room for the y tick labels (right-aligned 6 px left of the axis) and, left of them, the
+    rotated y-axis title."""
+    widest = max((_text_width(t) for t in labels), default=0)
+    return int(max(50, 6 + widest + 6 + TITLE_H + 6))
+
+
+def _x_tick_labels(xs, fmt):
+    """Tick labels of the x axis, every second (third ...) one left out when neighbours would
+    touch: [(tick, text or None)]."""
+    ticks = xs.ticks
+    texts = [fmt(t) for t in ticks]
+    if len(ticks) < 2:
+        return list(zip(ticks, texts))
+    gap = min(abs(xs(b) - xs(a)) for a, b in zip(ticks, ticks[1:]))
+    widest = max(_text_width(t) for t in texts) + 6
+    every = max(1, math.ceil(widest / gap)) if gap > 0 else len(ticks)
+    return [(t, s if i % every == 0 else None) for i, (t, s) in enumerate(zip(ticks, texts))]
 
 
 def _frame(width, height, total_h, title, x_label, y_label, left, right, top, bottom, xs, ys, x_fmt, y_fmt):
@@ -130,44 +175,63 @@ def _frame(width, height, total_h, title, x_label, y_label, left, right, top, bo
     for t in ys.ticks:
         y = ys(t)
         out.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        out.append(f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
-    for t in xs.ticks:
+        out.append(f'<text class="tick y" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
+    for t, text in _x_tick_labels(xs, x_fmt):
         x = xs(t)
         out.append(f'<line class="tickmark" x1="{x:.1f}" x2="{x:.1f}" y1="{height - bottom}" y2="{height - bottom + 4}"/>')
-        out.append(f'<text class="tick" x="{x:.1f}" y="{height - bottom + 16}" text-anchor="middle">{escape(x_fmt(t))}</text>')
+        if text is not None:
+            out.append(f'<text class="tick x" x="{x:.1f}" y="{height - bottom + 16}" text-anchor="middle">'
+                       f'{escape(text)}</text>')
     out.append(f'<line class="axis" x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}"/>')
     out.append(f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}"/>')
     out.append(f'<text class="alabel" x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle">'
                f'{escape(x_label)}</text>')
-    out.append(f'<text class="alabel" transform="translate(13 {(top + height - bottom) / 2:.0f}) rotate(-90)" '
-               f'text-anchor="middle">{escape(y_label)}</text>')
+    out.append(_y_title(y_label, top, height - bottom))
     return out
 
 
-def _legend(names, colours, x0, y0, width):
+def _y_title(y_label, top, bottom_y):
+    return (f'<text class="alabel" transform="translate(13 {(top + bottom_y) / 2:.0f}) rotate(-90)" '
+            f'text-anchor="middle">{escape(y_label)}</text>')
+
+
+def _legend(names, colours, x0, y0, width, extra=()):
+    """Legend rows below the plot; `extra`: (label, svg of its swatch at (x, y)) entries."""
     out, x, y = [], x0, y0
-    for n in names:
+    entries = [(n, f'<rect x="{{x}}" y="{{y}}" width="12" height="10" fill="{colours.colour(n)}"/>') for n in names]
+    entries += list(extra)
+    for n, swatch in entries:
         w = 22 + 7 * len(n)
         if x + w > width - 8 and x > x0:
             x, y = x0, y + 16
-        out.append(f'<rect x="{x}" y="{y - 8}" width="12" height="10" fill="{colours.colour(n)}"/>'
+        out.append(swatch.format(x=x, y=y - 8, cx=x + 6, cy=y - 3, x2=x + 12) +
                    f'<text class="legend" x="{x + 16}" y="{y + 1}">{escape(n)}</text>')
         x += w
     return out, y
 
 
+def _axes(xs_all, ys_all, *, log_x, log_y, y_zero, x_zero, width, height, right, top, bottom, y_fmt,
+          x_integer=None, y_integer=None):
+    """Both axes, the left margin sized to the y tick labels."""
+    ys = _Axis(ys_all, log_y, y_zero, (top, height - bottom), flip=True, integer=y_integer)
+    left = _left_margin([y_fmt(t) for t in ys.ticks])
+    xs = _Axis(xs_all, log_x, x_zero, (left + 6, width - right - 6), integer=x_integer)
+    return xs, ys, left
+
+
 def line_chart(series, *, title, x_label, y_label, colours, log_x=False, log_y=False, width=470, height=310,
-               y_zero=True, x_fmt=_fmt, y_fmt=_fmt, empty="no data") -> str:
+               y_zero=True, x_fmt=_fmt, y_fmt=_fmt, empty="no data", x_integer=None) -> str:
     """series: [{'name': str, 'points': [(x, y), ...], 'dashed': bool}]; points with y None are
-    gaps.  A series of one point is drawn as a marker only."""
+    gaps.  A series of one point is drawn as a marker only.  An x axis of ints (k, l, rows) gets
+    whole-number ticks (x_integer forces it either way)."""
     names = [s["name"] for s in series]
-    left, right, top, bottom = 58, 14, 30, 42
-    legend, ly = _legend(names, colours, left, height + 4, width)
-    total_h = height + max(ly - height + 12, 0) + 8
+    right, top, bottom = 14, 30, 42
     xs_all = [x for s in series for x, y in s["points"] if y is not None]
     ys_all = [y for s in series for x, y in s["points"] if y is not None]
-    xs = _Axis(xs_all, log_x, False, (left + 6, width - right - 6))
-    ys = _Axis(ys_all, log_y, y_zero, (top, height - bottom), flip=True)
+    xs, ys, left = _axes(xs_all, ys_all, log_x=log_x, log_y=log_y, y_zero=y_zero, x_zero=False, width=width,
+                         height=height, right=right, top=top, bottom=bottom, y_fmt=y_fmt, x_integer=x_integer)
+    legend, ly = _legend(names, colours, left, height + LEGEND_GAP, width)
+    total_h = ly + 10
     out = _frame(width, height, total_h, title, x_label, y_label, left, right, top, bottom, xs, ys, x_fmt, y_fmt)
     if not ys_all:
         out.append(f'<text class="empty" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">{escape(empty)}</text>')
@@ -186,18 +250,77 @@ def line_chart(series, *, title, x_label, y_label, colours, log_x=False, log_y=F
     return "\n".join(out)
 
 
+def pareto_front(points) -> list[int]:
+    """Indices of the points (x, y) no other point beats: none has x and y both lower or equal
+    and one of them lower (lower is better on both axes, loss and risk). Ties are all kept."""
+    front = []
+    for i, (x, y) in enumerate(points):
+        if not any((a <= x and b <= y) and (a < x or b < y) for j, (a, b) in enumerate(points) if j != i):
+            front.append(i)
+    return front
+
+
+def scatter_chart(series, *, title, x_label, y_label, colours, width=470, height=330, x_fmt=_fmt, y_fmt=_fmt,
+                  y_max=None, empty="no data") -> str:
+    """Risk against utility: one marker per release, series = [{'name', 'points': [(x, y, tip)]}];
+    the Pareto front of all points (lower is better on both axes) is ringed and joined by a
+    staircase, the boundary of what the releases shown can reach."""
+    names = [s["name"] for s in series]
+    right, top, bottom = 14, 30, 42
+    flat = [(x, y, tip, s["name"]) for s in series for x, y, tip in s["points"] if x is not None and y is not None]
+    xs_all, ys_all = [p[0] for p in flat], [p[1] for p in flat] + ([y_max] if y_max is not None else [])
+    xs, ys, left = _axes(xs_all, ys_all, log_x=False, log_y=False, y_zero=True, x_zero=True, width=width,
+                         height=height, right=right, top=top, bottom=bottom, y_fmt=y_fmt)
+    front = set(pareto_front([(p[0], p[1]) for p in flat]))
+    ring = ('<circle cx="{cx}" cy="{cy}" r="6" fill="none" stroke="#111" stroke-width="1.5"/>'
+            '<line x1="{x}" x2="{x2}" y1="{cy}" y2="{cy}" stroke="#111" stroke-width="1.5"/>')
+    legend, ly = _legend(names, colours, left, height + LEGEND_GAP, width, extra=[("Pareto front", ring)])
+    total_h = ly + 10
+    out = _frame(width, height, total_h, title, x_label, y_label, left, right, top, bottom, xs, ys, x_fmt, y_fmt)
+    if not flat:
+        out.append(f'<text class="empty" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">{escape(empty)}</text>')
+    steps = sorted({(p[0], p[1]) for i, p in enumerate(flat) if i in front})
+    if len(steps) > 1:
+        d = f"M{xs(steps[0][0]):.1f},{ys(steps[0][1]):.1f}"
+        for (x0, y0), (x1, y1) in zip(steps, steps[1:]):
+            d += f" L{xs(x1):.1f},{ys(y0):.1f} L{xs(x1):.1f},{ys(y1):.1f}"
+        out.append(f'<path class="front" d="{d}"><title>Pareto front</title></path>')
+    for i, (x, y, tip, name) in enumerate(flat):
+        on = i in front
+        if on:
+            out.append(f'<circle class="front-ring" cx="{xs(x):.1f}" cy="{ys(y):.1f}" r="7"/>')
+        out.append(_marker(colours.marker(name), xs(x), ys(y), colours.colour(name),
+                           f"{tip}: {x_label} {x_fmt(x)}, {y_label} {y_fmt(y)}" + (" (on the Pareto front)" if on else ""),
+                           cls="mark front" if on else "mark"))
+    out += legend
+    out.append("</svg>")
+    return "\n".join(out)
+
+
 def bar_chart(categories, series, *, title, y_label, colours, log_y=False, width=470, height=310, y_fmt=_fmt,
               x_label="", baseline=None, empty="no data") -> str:
     """Grouped bars: one group per category, one bar per series ({'name', 'values'} aligned with
-    categories; None leaves a gap).  baseline: optional {category: value} drawn as a dash."""
+    categories; None leaves a gap).  baseline: optional {category: value} drawn as a dash.
+    Category labels are slanted when they would not fit their band, and the bottom margin grows
+    to hold them above the axis title."""
     names = [s["name"] for s in series]
-    left, right, top = 58, 14, 30
-    bottom = 72 if len(categories) > 8 else 56  # room for slanted labels
-    legend, ly = _legend(names, colours, left, height + 4, width)
-    total_h = height + max(ly - height + 12, 0) + 8
+    right, top = 14, 30
+    labels = [str(c) if len(str(c)) <= 14 else str(c)[:13] + "…" for c in categories]
     vals = [v for s in series for v in s["values"] if v is not None]
     if baseline:
         vals += [v for v in baseline.values() if v is not None]
+    n_cat, n_ser = max(len(categories), 1), max(len(series), 1)
+    widest = max((_text_width(t) for t in labels), default=0)
+    # the band depends on the left margin, which depends on the y ticks: size the y axis first
+    probe = _Axis(vals, log_y, True, (0, 1), flip=True)
+    left = _left_margin([y_fmt(t) for t in probe.ticks])
+    band = (width - left - right) / n_cat
+    slant = widest + 4 > band
+    drop = (widest * math.sin(math.radians(35)) + TICK_H * math.cos(math.radians(35))) if slant else TICK_H
+    bottom = int(10 + drop + (TITLE_H + 8 if x_label else 4))
+    bottom = max(bottom, 42 if x_label else 30)
+    legend, ly = _legend(names, colours, left, height + LEGEND_GAP, width)
+    total_h = ly + 10
     ys = _Axis(vals, log_y, True, (top, height - bottom), flip=True)
     out = [f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {total_h}" width="{width}" '
            f'height="{total_h}" role="img" aria-label="{escape(title)}">', f"<title>{escape(title)}</title>",
@@ -205,9 +328,7 @@ def bar_chart(categories, series, *, title, y_label, colours, log_y=False, width
     for t in ys.ticks:
         y = ys(t)
         out.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        out.append(f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
-    n_cat, n_ser = max(len(categories), 1), max(len(series), 1)
-    band = (width - left - right) / n_cat
+        out.append(f'<text class="tick y" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
     bw = min(26.0, band * 0.8 / n_ser)
     floor = ys(ys.lo) if ys.log else ys(max(0.0, ys.lo))
     if not vals:
@@ -226,22 +347,20 @@ def bar_chart(categories, series, *, title, y_label, colours, log_y=False, width
             y = ys(baseline[cat])
             out.append(f'<line class="baseline" x1="{x0 - 3:.1f}" x2="{x0 + bw * n_ser + 3:.1f}" y1="{y:.1f}" '
                        f'y2="{y:.1f}"><title>no release: {escape(y_fmt(baseline[cat]))}</title></line>')
-        label = str(cat)
-        label = label if len(label) <= 14 else label[:13] + "…"
         cx = left + ci * band + band / 2
-        if n_cat > 8:  # crowded: slanted labels
-            out.append(f'<text class="tick" transform="translate({cx:.1f} {height - bottom + 12}) rotate(-35)" '
-                       f'text-anchor="end">{escape(label)}</text>')
+        tip = f"<title>{escape(str(cat))}</title>"
+        if slant:
+            out.append(f'<text class="tick x" transform="translate({cx:.1f} {height - bottom + 12}) rotate(-35)" '
+                       f'text-anchor="end">{escape(labels[ci])}{tip}</text>')
         else:
-            out.append(f'<text class="tick" x="{cx:.1f}" y="{height - bottom + 16}" text-anchor="middle">'
-                       f'{escape(label)}</text>')
+            out.append(f'<text class="tick x" x="{cx:.1f}" y="{height - bottom + 16}" text-anchor="middle">'
+                       f'{escape(labels[ci])}{tip}</text>')
     out.append(f'<line class="axis" x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}"/>')
     out.append(f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}"/>')
     if x_label:
         out.append(f'<text class="alabel" x="{(left + width - right) / 2:.0f}" y="{height - 6}" '
                    f'text-anchor="middle">{escape(x_label)}</text>')
-    out.append(f'<text class="alabel" transform="translate(13 {(top + height - bottom) / 2:.0f}) rotate(-90)" '
-               f'text-anchor="middle">{escape(y_label)}</text>')
+    out.append(_y_title(y_label, top, height - bottom))
     out += legend
     out.append("</svg>")
     return "\n".join(out)
@@ -259,4 +378,6 @@ svg.plot .line { fill: none; stroke-width: 2; }
 svg.plot .baseline { stroke: #222; stroke-width: 2; stroke-dasharray: 3 2; }
 svg.plot .empty { font-size: 12px; fill: #999; }
 svg.plot .mark:hover { stroke: #000; stroke-width: 1.5; }
+svg.plot .front { fill: none; stroke: #111; stroke-width: 1.5; stroke-dasharray: 4 3; }
+svg.plot .front-ring { fill: none; stroke: #111; stroke-width: 1.5; }
 """

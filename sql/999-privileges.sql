@@ -31,7 +31,7 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA pganon TO pganon_admin;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA pganon TO pganon_admin;
 GRANT SELECT ON pganon._engine_module, pganon._installation TO pganon_admin;
 GRANT SELECT ON pganon.releases, pganon.attributes, pganon.sa_dependencies, pganon.semantic_rules,
-                pganon.hierarchies TO pganon_admin;
+                pganon.hierarchies, pganon.release_metrics TO pganon_admin;
 
 DO $$
 DECLARE

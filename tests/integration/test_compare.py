@@ -4,10 +4,13 @@ every plot drawn."""
 
 import json
 import random
+import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from helpers import publish, rendered_plots
@@ -20,8 +23,12 @@ DRUGS = ["a", "b", "c", "d"]
 
 @pytest.fixture
 def people(conn, name):
+    return _people(conn, name)
+
+
+def _people(conn, name, seed=7):
     """600 random people: QIs age, zip, sex; SAs disease and drug, every value at level 1 (l = 2)."""
-    rnd = random.Random(7)
+    rnd = random.Random(seed)
     conn.execute(f'CREATE TABLE "{name}" (id int PRIMARY KEY, age int, zip text, sex text, disease text, drug text)')
     with conn.cursor().copy(f'COPY "{name}" FROM STDIN') as cp:
         for i in range(600):
@@ -47,14 +54,27 @@ SETTINGS = dict(methods=["mondrian", "mbf_mslf", "ck_anonymization", "mmdcf", "a
                 thetas=[0.1, 0.3], fractions=[0.5], queries=60)
 
 
-def test_compare_measures_every_method_and_keeps_nothing(conn, people):
-    current = publish(conn, people, "mondrian", k=3, promote=True)
-    before = _state(conn)
-    res = compare.run(conn, people, compare.Settings(**SETTINGS))
-    assert _state(conn) == before  # rolled back: no release, relation or view left
+@pytest.fixture(scope="module")
+def compared(db_dsn):
+    """The module's one comparison of SETTINGS (reused: a comparison is the slow part), run while
+    a promoted release of the dataset is current, with the catalog's state before and after."""
+    name = f"cmp_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        _people(conn, name)
+        current = publish(conn, name, "mondrian", k=3, promote=True)
+        before = _state(conn)
+        res = compare.run(conn, name, compare.Settings(**SETTINGS))
+        after = _state(conn)
+        now = conn.execute("SELECT id FROM pganon.releases WHERE dataset = %s AND is_current", (name,)).fetchone()[0]
+    return {"res": res, "before": before, "after": after, "current": current, "now": now}
+
+
+def test_compare_measures_every_method_and_keeps_nothing(compared):
+    res = compared["res"]
+    assert compared["after"] == compared["before"]  # rolled back: no release, relation or view left
     assert all(any(x["measure"] == "published_share" for x in r["risk"]) for r in res["runs"])
     assert "policy failures" in report_html.compare_html(res)
-    assert conn.execute("SELECT id FROM pganon.releases WHERE dataset = %s AND is_current", (people,)).fetchone()[0] == current
+    assert compared["now"] == compared["current"]
     # (c,k) links buckets through a second SA: its SA sweep starts at two
     assert not res["failures"], res["failures"]
     runs = res["runs"]
@@ -95,8 +115,8 @@ def test_a_setting_a_method_cannot_meet_is_reported_and_the_rest_goes_on(conn, p
     assert {(r["method"], r["k"]) for r in res["runs"]} == {("mondrian", 2), ("mmdcf", 5000)}  # mmdcf takes no k
 
 
-def test_compare_report_renders_every_plot_in_a_browser(conn, people, tmp_path):
-    res = compare.run(conn, people, compare.Settings(**SETTINGS))
+def test_compare_report_renders_every_plot_in_a_browser(compared, tmp_path):
+    res = compared["res"]
     html = report_html.compare_html(res)
     paths = report_html.write(res, tmp_path, "cmp", html)
     assert json.loads(Path(paths["json"]).read_text())["dataset"]["rows"] == 600
@@ -104,13 +124,16 @@ def test_compare_report_renders_every_plot_in_a_browser(conn, people, tmp_path):
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in html
     plots = rendered_plots(paths["html"], tmp_path)
     titles = [p["title"] for p in plots]
-    assert titles == ["Information loss against k", "KL divergence against k", "Information loss against l",
-                      "Query error against selectivity", "Publish time against rows",
-                      "Publish time against the number of SAs", "Class sizes", "What an attacker believes"]
+    assert titles == ["Attacker confidence against information loss", "Identity risk against information loss",
+                      "Attacker confidence against KL divergence", "Information loss against k",
+                      "KL divergence against k", "Information loss against l", "ARE against selectivity",
+                      "Publish time against rows", "Publish time against the number of SAs", "Class sizes",
+                      "What an attacker can be sure of"]
     for p in plots:
         assert p["width"] >= 400 and p["height"] >= 250, p
         assert p["marks"] > 0 and p["drawn"] == p["marks"], p
-    q = next(p for p in plots if p["title"] == "Query error against selectivity")
+        assert p["overlaps"] == [] and p["outside"] == [], p
+    q = next(p for p in plots if p["title"] == "ARE against selectivity")
     assert q["marks"] == 2 * 6 and q["lines"] == 6  # two selectivities for each of the six methods
 
 
@@ -126,17 +149,21 @@ def test_release_report_shows_checks_costs_and_attack(conn, people, tmp_path):
     assert risk[("prosecutor_risk_max", "records")]["threshold"] == pytest.approx(1 / 3)
     assert "What an analyst can learn" in text and "prosecutor_risk_max" in text
     plots = rendered_plots(paths["html"], tmp_path)
-    assert [p["title"] for p in plots] == ["Query error against selectivity", "Class sizes", "What an attacker believes"]
-    assert all(p["drawn"] == p["marks"] > 0 for p in plots)
+    assert [p["title"] for p in plots] == ["ARE against selectivity", "Class sizes", "What an attacker believes"]
+    assert all(p["drawn"] == p["marks"] > 0 and p["overlaps"] == [] == p["outside"] for p in plots), plots
 
 
 def test_cli_compare_and_report(db_dsn, conn, people, tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "pganon.cli", *a, "--dsn", db_dsn], capture_output=True,
                                     text=True, cwd=ROOT, timeout=600)
     r = run("compare", people, "--methods", "mondrian,mbf_mslf", "--k", "2,3", "--l", "2", "--thetas", "0.2",
-            "--rows", "0.5", "--queries", "30", "--out", str(tmp_path), "--quiet")
+            "--rows", "0.5", "--queries", "30", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / f"compare-{people}.html").exists() and "Traceback" not in r.stderr
+    # progress on stderr, one line per publish and per measured release, numbered n/N
+    done = [tuple(map(int, m)) for m in re.findall(r"\] publish (\d+)/(\d+): ", r.stderr)]
+    assert done == [(i, 7) for i in range(1, 8)], r.stderr   # mondrian k = 2, 3, mbf_mslf, then rows and SAs of both
+    assert re.findall(r"\] measure (\d+)/3: ", r.stderr) == ["1", "2", "3"], r.stderr
     rid = publish(conn, people, "mondrian", k=3)
     r = run("report", str(rid), "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
