@@ -24,7 +24,7 @@ unit: setup
 bench: setup
 	@$(PY) benchmarks/run.py
 
-## (c,k)-anonymization vs (p,k)-angelization on Adult and NMES (spec 004 §5): results/ck_experiments.md
+## (c,k)-anonymization vs (p,k)-angelization on Adult and NMES (Khan et al. 2020, §6): results/ck_experiments.md
 bench-ck: setup
 	@$(PY) benchmarks/ck_experiments.py
 
@@ -32,17 +32,17 @@ bench-ck: setup
 bench-memory: setup
 	@$(PY) benchmarks/memory_scaling.py
 
-## The comparative study (spec 003): nine methods on Adult and NMES through `pganon compare`,
+## The comparative study (Nasr et al., §6): nine methods on Adult and NMES through `pganon compare`,
 ## 1:M claims on the INFORMS-like table; results/msa_comparison*.{md,html,json}
 bench-msa: setup
 	@$(PY) benchmarks/msa_comparison.py
 
-## Identity-reserved releases (spec 002 §5.3) and 1:M sweeps; DAnonyIR on 50,000 persons: results/ir_{experiments,speed}.md
+## Identity-reserved releases (Wang et al. 2019, §5) and 1:M sweeps; DAnonyIR on 50,000 persons: results/ir_{experiments,speed}.md
 bench-ir: setup
 	@nice -n 5 $(PY) benchmarks/ir_speed.py
 	@nice -n 5 $(PY) benchmarks/ir_experiments.py
 
-## GAA and Mondrian (spec 001 §4, spec 003 §5): metric/strategy studies, Mondrian k=2..100, speed (results/generalization.md)
+## GAA and Mondrian (Mauger et al. 2023, §3.3 and §4.3; Nasr et al., §6): metric/strategy studies, Mondrian k=2..100, speed (results/generalization.md)
 bench-gen: setup
 	@$(PY) benchmarks/generalization_experiments.py
 
