@@ -38,7 +38,7 @@ BEGIN
   SELECT DISTINCT did, set_dependency.column_name, u FROM unnest(identified_by) AS u;
 END $$;
 COMMENT ON FUNCTION pganon.set_dependency(text, text, text[]) IS
-  'Domain knowledge: the sensitive attributes that identify column_name (spec 004 Table 11). '
+  'Domain knowledge: the sensitive attributes that identify column_name (Khan et al. 2020, Table 11). '
   'Its weight is their number. Replaces the earlier list; ''{}'' clears it.';
 
 CREATE OR REPLACE FUNCTION pganon._linking_row(did int) RETURNS void
@@ -61,7 +61,7 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION pganon.set_external_factor(text, text, numeric) IS
   'The external factor chi of a sensitive attribute: added to its weight when it ties for the maximum '
-  '(spec 004 §1.3), e.g. because its values are public elsewhere. NULL removes it.';
+  '(Khan et al. 2020), e.g. because its values are public elsewhere. NULL removes it.';
 
 CREATE OR REPLACE FUNCTION pganon.set_delta(dataset text, column_name text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp

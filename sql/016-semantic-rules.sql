@@ -75,4 +75,4 @@ CREATE OR REPLACE VIEW pganon.semantic_rules AS
 SELECT d.name AS dataset, r.rule_id, r.column_name, r.predicate, r.vals, r.category
   FROM pganon.semantic_rule r JOIN pganon.dataset d ON d.id = r.dataset_id
  ORDER BY d.name, r.rule_id;
-COMMENT ON VIEW pganon.semantic_rules IS 'The semantic rules of every dataset (spec 003 §2.3).';
+COMMENT ON VIEW pganon.semantic_rules IS 'The semantic rules of every dataset (semantic anonymization as compared by Nasr et al.).';

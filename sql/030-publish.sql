@@ -357,6 +357,6 @@ CREATE OR REPLACE FUNCTION pganon.audit(release bigint, delta text DEFAULT NULL)
 LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pganon._call('audit', jsonb_build_object('release', release, 'delta', delta)) $$;
 COMMENT ON FUNCTION pganon.audit(bigint, text) IS
-  'The fingerprint-correlation attack on a GT/ST release (spec 004 §2.8): linkable bucket pairs via delta, '
+  'The fingerprint-correlation attack on a GT/ST release (Khan et al. 2020, §1.1): linkable bucket pairs via delta, '
   'singleton intersections, pfcorr/ffcorr breaches, vulnerable records (covered, correct), PriRisk. '
   'Admin only: reads the source. delta defaults to the release''s own.';
