@@ -21,7 +21,7 @@ from pganon.datasets import DatasetError
 
 pytestmark = pytest.mark.db
 
-DATA = Path(ds.__file__).resolve().parent / "data"
+DATA = Path(ds.__file__).resolve().parents[1] / "data"
 SRC = "multi_src.adult"
 QIS = ["birth_month", *ds.INFORMS_ADULT_COLUMNS]
 RWM_PERSON = list(ds.RWM5YR_PERSON_COLUMNS)

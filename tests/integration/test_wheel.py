@@ -72,7 +72,7 @@ def venv(work, wheel) -> Path:
     """A fresh venv (no system site-packages, nothing of the checkout) with the wheel installed."""
     env = work / "venv"
     _ok(_run([sys.executable, "-m", "venv", "--without-pip", env]), "venv")
-    house = datasets._cache_root(None) / "wheelhouse"
+    house = datasets.fetch._cache_root(None) / "wheelhouse"
     install = PIP + ["--python", env / "bin" / "python", "install", "--quiet", "--no-compile", "--no-index",
                      "--find-links", house, wheel]
     if _run(install).returncode != 0:    # first run, or the dependencies changed: fetch them once

