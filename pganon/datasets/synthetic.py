@@ -82,13 +82,7 @@ def make_synthetic_adult(conn: psycopg.Connection, table: TableName = "adult_syn
         # of an over-estimated join) and works whatever the source ids are.
         tmp = sql.Identifier("pg_temp", "_pganon_synthetic_source")
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(tmp))
-        cur.execute(sql.SQL(
-            "CREATE TEMP TABLE {tmp} AS SELECT (pg_catalog.row_number() OVER (ORDER BY {id}) - 1)::integer "
-            "AS pos, {rest} FROM {src}").format(
-                tmp=tmp, id=sql.Identifier("id"), src=src.ident,
-                rest=sql.SQL(", ").join(map(sql.Identifier, rest))))
-        cur.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (pos)").format(tmp))
-        cur.execute(sql.SQL("ANALYZE {} (pos)").format(tmp))
+        _numbered_source(cur, tmp, src, rest)
         cur.execute(sql.SQL(
             "INSERT INTO {dst} ({cols}) "
             "SELECT g.i, {scols} "
@@ -243,6 +237,17 @@ def informs_record_slots(mean_records: Union[int, float, Fraction] = 10) -> list
                        range(1, INFORMS_MAX_RECORDS + 1))
 
 
+def _numbered_source(cur, tmp, src, cols) -> None:
+    """The source's `cols` numbered 0..n-1 (`pos`, by id) in a temp table keyed on pos, analyzed:
+    the sampling join is then planned as one hash join of rows x n, whatever the source ids are."""
+    cur.execute(sql.SQL(
+        "CREATE TEMP TABLE {tmp} AS SELECT (pg_catalog.row_number() OVER (ORDER BY {id}) - 1)::integer "
+        "AS pos, {cols} FROM {src}").format(
+            tmp=tmp, id=sql.Identifier("id"), src=src.ident, cols=sql.SQL(", ").join(map(sql.Identifier, cols))))
+    cur.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (pos)").format(tmp))
+    cur.execute(sql.SQL("ANALYZE {} (pos)").format(tmp))
+
+
 def _check_seed(seed) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or not -2**63 <= seed < 2**63:
         raise DatasetError(f"seed must be a 64-bit integer, got {seed!r}", sqlstate="PA002")
@@ -339,13 +344,7 @@ def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs
         tmp_person = sql.Identifier("pg_temp", "_pganon_informs_person")
         for t in (tmp_src, tmp_code, tmp_person):
             cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(t))
-        cur.execute(sql.SQL(
-            "CREATE TEMP TABLE {tmp} AS SELECT (pg_catalog.row_number() OVER (ORDER BY {id}) - 1)::integer "
-            "AS pos, {cols} FROM {src}").format(
-                tmp=tmp_src, id=sql.Identifier("id"), src=src.ident,
-                cols=sql.SQL(", ").join(map(sql.Identifier, INFORMS_ADULT_COLUMNS))))
-        cur.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (pos)").format(tmp_src))
-        cur.execute(sql.SQL("ANALYZE {} (pos)").format(tmp_src))
+        _numbered_source(cur, tmp_src, src, INFORMS_ADULT_COLUMNS)
         cur.execute(sql.SQL(
             "CREATE TEMP TABLE {tmp} AS SELECT (x.o - 1)::integer AS idx, x.code "
             "FROM pg_catalog.unnest(%s::text[]) WITH ORDINALITY AS x(code, o)").format(tmp=tmp_code),
