@@ -6,7 +6,7 @@ import psycopg
 from psycopg import sql
 
 from pganon import install, server
-from pganon_engine.lsl import METHODS as _METHODS
+from pganon_engine.methods.bucketization.family import METHODS as _METHODS
 
 METHODS = list(_METHODS)   # mbf, msdcf, mmdcf, then their MSLF variants
 

@@ -50,7 +50,7 @@ from psycopg import sql
 
 from common import fresh_database
 from pganon import datasets, releases
-from pganon_engine import infoloss
+from pganon_engine.metrics import infoloss
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METRICS = list(infoloss.METRICS)

@@ -26,7 +26,7 @@ import psycopg
 
 from common import fresh_database
 from pganon import compare, datasets, releases, report_html
-from pganon_engine import ck_categories
+from pganon_engine.methods.linked import ck_categories
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ["mondrian", "mondrian_l", "anatomy", "rating", "semantic", "semantic_80", "pk_angelization",

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from pganon_engine import bucketize
+from pganon_engine.methods.bucketization import bucketize
 
 OCC = {"Prof-specialty": 4038, "Craft-repair": 4030, "Exec-managerial": 3992,
        "Adm-clerical": 3721, "Sales": 3584, "Other-service": 3212, "Machine-op-inspct": 1966,

@@ -39,7 +39,7 @@ from .errors import PganonError, PolicyRefused, VerificationFailed, from_db_erro
 from .output import FORMATS, Printer, table
 
 # One line per publish method, shown by `pganon publish --help`. The methods themselves come from
-# the engine's family registry (pganon_engine.release.FAMILIES); a test checks that this table
+# the engine's family registry (pganon_engine.release.pipeline.FAMILIES); a test checks that this table
 # describes exactly those, so a new method cannot be missing here and a removed one cannot linger.
 METHOD_HELP = {
     "mbf": "l-diversity baseline (Xiao & Li): exact QIs in GT, sensitive values in ST; l",
@@ -64,7 +64,7 @@ METHOD_HELP = {
 
 def methods() -> list[str]:
     """The publish methods of the installed engine (its family registry)."""
-    from pganon_engine.release import FAMILIES
+    from pganon_engine.release.pipeline import FAMILIES
     return sorted(FAMILIES)
 
 

@@ -53,14 +53,15 @@ COMMENT ON FUNCTION pganon._engine_boot() IS
   'Internal: make the pganon_engine package importable in this session from pganon._engine_module.';
 
 -- One door for engine calls that return jsonb: pganon._engine(entry, arguments) runs the entry
--- point named in pganon_engine.entries.ENTRIES with the object's keys as keyword arguments; pganon._call strips the
+-- point named in pganon_engine.release.entries.ENTRIES with the object's keys as keyword arguments; pganon._call strips the
 -- "plpy.Error: " prefix PL/Python puts on every message, keeping SQLSTATE, hint and detail.
 -- Public functions are one-line SQL wrappers around pganon._call.
 CREATE OR REPLACE FUNCTION pganon._engine(entry text, arguments jsonb) RETURNS jsonb
 LANGUAGE plpython3u VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
 plpy.execute("SELECT pganon._engine_boot()")
-from pganon_engine import entries, plpy_adapter
+from pganon_engine.core import plpy_adapter
+from pganon_engine.release import entries
 return plpy_adapter.call(plpy, entries.run, entry=entry, arguments=arguments)
 $$;
 COMMENT ON FUNCTION pganon._engine(text, jsonb) IS

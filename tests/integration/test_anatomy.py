@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import checks, groups_of, publish
-from pganon_engine import anatomize
+from pganon_engine.methods.anatomy import anatomize
 
 
 def _table(conn, name, rows):

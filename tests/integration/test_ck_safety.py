@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import checks, declare, publish, table_of
-from pganon_engine import linked
+from pganon_engine.methods.linked import family as linked
 
 
 def _state(conn):

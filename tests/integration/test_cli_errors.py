@@ -124,7 +124,7 @@ def test_every_argument_has_help():
 def test_method_table_describes_exactly_the_engine_and_database_methods(table1_dsn, conn):
     """One source of truth: the engine's registry; the help table may neither miss nor invent one,
     and the engine installed in the database knows the same methods."""
-    from pganon_engine.release import FAMILIES
+    from pganon_engine.release.pipeline import FAMILIES
     assert set(cli.METHOD_HELP) == set(FAMILIES) == set(cli.methods())
     with pytest.raises(psycopg.Error) as exc:
         conn.execute("SELECT pganon.publish('table1', 'no_such_method', '{}')")

@@ -306,7 +306,7 @@ def test_the_verifier_sees_a_cell_that_no_longer_covers_its_records(conn, method
                                  "timestamp with time zone"])
 def test_the_python_number_line_is_the_sql_one(conn, typ):
     """Values the engine reads as text (rating's ID table, linkage) land where SQL puts them."""
-    from pganon_engine import coltypes
+    from pganon_engine.core import coltypes
     t = coltypes.TYPES[typ]
     for i in range(8):
         v = sample({"timestamp without time zone": "timestamp", "timestamp with time zone": "timestamptz"}.get(typ, typ), i)

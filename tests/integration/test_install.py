@@ -91,8 +91,8 @@ def test_engine_is_loaded_from_the_database_not_the_file_system(db_dsn):
     with psycopg.connect(db_dsn, autocommit=True) as c:
         c.execute("SELECT pganon._engine_boot()")
         c.execute("""CREATE OR REPLACE FUNCTION pg_temp.engine_file() RETURNS text LANGUAGE plpython3u AS
-                     $$ import pganon_engine.lsl as m; return m.__file__ $$""")
-        assert c.execute("SELECT pg_temp.engine_file()").fetchone()[0] == "<pganon_engine:pganon_engine.lsl>"
+                     $$ import pganon_engine.methods.bucketization.family as m; return m.__file__ $$""")
+        assert c.execute("SELECT pg_temp.engine_file()").fetchone()[0] == "<pganon_engine:pganon_engine.methods.bucketization.family>"
 
 
 def test_install_without_plpython_available_says_what_to_do(monkeypatch, make_db):

@@ -1,4 +1,4 @@
-"""Mondrian with its top splits in SQL (pganon_engine.mondrian_sql): publishing with a small
+"""Mondrian with its top splits in SQL (pganon_engine.methods.generalization.mondrian_sql): publishing with a small
 sql_threshold, so that the large partitions are cut by GROUP BY + UPDATE and the small ones are
 pulled one at a time, gives the release the plain in-memory run (sql_threshold 0) gives: the
 same map row for row (same classes, same tree-order class ids), the same GT, and both verify.
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import checks, publish
-from pganon_engine import mondrian as mo
+from pganon_engine.methods.generalization import mondrian as mo
 
 SEX = "M;*\nF;*\n"
 RACE = "Cat;Felid;Mammal\nLion;Felid;Mammal\nDog;Dog;Mammal\nCow;Bovid;Mammal\nYak;Bovid;Mammal\n"

@@ -135,8 +135,8 @@ PERSONS = [(n, (g, a, pc), [r[5] for r in TABLE2 if r[1] == n]) for n, g, a, pc 
 
 
 def test_relative_error_in_the_metrics_equals_the_engine_on_the_same_persons(conn, t2):
-    from pganon_engine import danonyir as D
-    from pganon_engine import ir_metrics as IM
+    from pganon_engine.methods.person import danonyir as D
+    from pganon_engine.metrics import ir_metrics as IM
     rid = publish(conn, t2, "danonyir", model="el", l=3, seeds=["Ella", "Tim"], domains={"age": [30, 39]},
                   numbering="creation", queries=200, theta=0.3, **{"lambda": 2})
     got = _metrics(conn, rid)["query_error"]

@@ -306,7 +306,9 @@ def test_a_valid_t_and_alpha_at_the_bound_are_accepted(conn, visits):
 
 def test_the_person_methods_are_the_ones_release_names(conn, visits):
     """A family without the promise is refused by release.py; ours carry it and publish."""
-    from pganon_engine import generalized, person, semantic_release
+    from pganon_engine.methods.generalization import family as generalized
+    from pganon_engine.methods.person import family as person
+    from pganon_engine.methods.semantic import family as semantic_release
     assert all(f.PROTECTS_PERSONS is True for f in (generalized, person, semantic_release))
     rid = publish(conn, visits["person"], "mondrian", k=2, queries=0)
     assert _layout(conn, rid)["k_scope"] == "persons"

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from pganon_engine import bucketize
+from pganon_engine.methods.bucketization import bucketize
 
 METHODS = ["mbf", "msdcf", "mmdcf", "mbf_mslf", "msdcf_mslf", "mmdcf_mslf"]
 

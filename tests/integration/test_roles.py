@@ -130,7 +130,7 @@ def test_the_engine_code_and_installation_are_read_only_to_admins(conn, fresh_ds
     admin = role("adm")
     with _as(dsns[admin]) as a:
         assert a.execute("SELECT count(*) FROM pganon._engine_module").fetchone()[0] > 10   # loadable
-        for q in ("UPDATE pganon._engine_module SET source = 'import os' WHERE name = 'pganon_engine.release'",
+        for q in ("UPDATE pganon._engine_module SET source = 'import os' WHERE name = 'pganon_engine.release.pipeline'",
                   "INSERT INTO pganon._engine_module VALUES ('pganon_engine.evil', false, 'x = 1')",
                   "UPDATE pganon._installation SET engine_hash = 'x'",
                   "CREATE OR REPLACE FUNCTION pganon.version() RETURNS text LANGUAGE sql AS $$SELECT 'x'$$"):

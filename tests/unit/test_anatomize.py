@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.anatomize, the Anatomy-style bucketizer shared by Anatomy and
+"""Unit tests for pganon_engine.methods.anatomy.anatomize, the Anatomy-style bucketizer shared by Anatomy and
 Rating (spec 003-msa-comparative.md §2.4, §2.8, §6.1 M8, A18, A19).
 
 Hand-checked fixtures first, then the stretch planner against the literal per-round
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import anatomize as an
-from pganon_engine import bucketize as bz
-from pganon_engine import lsl
-from pganon_engine.errors import EngineError
+from pganon_engine.methods.anatomy import anatomize as an
+from pganon_engine.methods.bucketization import bucketize as bz
+from pganon_engine.methods.bucketization import family as lsl
+from pganon_engine.core.errors import EngineError
 
 
 def groups(plan):
@@ -311,7 +311,7 @@ def test_bad_parameters_are_refused(call, fragment):
 def test_anatomy_refuses_l_above_the_distinct_vectors_before_planning(eligibility, tail):
     """Issue 11 finding 5: l = 25 over 7 distinct vectors would publish nothing (with
     'suppress' the planner suppresses every record); anatomy refuses it from the counts."""
-    from pganon_engine import anatomy
+    from pganon_engine.methods.anatomy import family as anatomy
     assert an.plan([10] * 7, 25, eligibility="suppress").n_groups == 0    # what would have been published
     with pytest.raises(EngineError) as e:
         anatomy.refuse_vacuous({"l": 25, "eligibility": eligibility}, [10] * 7)

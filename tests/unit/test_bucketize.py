@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.bucketize (spec 000-lsl-diversity.md, sections 3, 6 and 8.A)."""
+"""Unit tests for pganon_engine.methods.bucketization.bucketize (spec 000-lsl-diversity.md, sections 3, 6 and 8.A)."""
 
 import csv
 import io
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import bucketize as bz
+from pganon_engine.methods.bucketization import bucketize as bz
 
 L3 = {0: 1, 1: 2, 2: 3}
 

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.chain_attack (issue 11, finding 1): the chain attack on a Rating
+"""Unit tests for pganon_engine.risk.chain_attack (issue 11, finding 1): the chain attack on a Rating
 release's AT + IDT, run on releases of the engine's small-data path (`rating.rating`).
 
 The attack is sound: on the paper's deterministic variant (FIFO dealing, groups in creation order,
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import chain_attack as ca
-from pganon_engine import rating as rt
+from pganon_engine.risk import chain_attack as ca
+from pganon_engine.methods.rating import rating as rt
 
 # Table 5 of spec 003 §4.5 (t, age, sex, cp, trestbps, fbs, thalach, restecg), SC (3; 2; ...; 2)
 TABLE5 = [(28, "M", "typical angina", 145, 108, 150, 0), (29, "M", "asymptomatic", 130, 101, 162, 1),

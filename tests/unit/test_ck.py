@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.ck and ck_categories (spec 004-ck-anonymization.md).
+"""Unit tests for pganon_engine.methods.linked.ck and ck_categories (spec 004-ck-anonymization.md).
 
 Expected values are the paper's tables as transcribed in the spec (sections 1.3, 3, 4.1 and 8),
 never outputs of the engine.  Privacy predicates (c, c_f, eq. 4/5) are re-checked here with
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import ck
-from pganon_engine.errors import EngineError
+from pganon_engine.methods.linked import ck
+from pganon_engine.core.errors import EngineError
 
 # --------------------------------------------------------------------------------------------
 # Fixtures from the spec

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from pganon_engine import coltypes
-from pganon_engine.errors import EngineError
+from pganon_engine.core import coltypes
+from pganon_engine.core.errors import EngineError
 
 
 def test_every_type_a_dba_declares_has_a_cell_of_its_own_range_family():

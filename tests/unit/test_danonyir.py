@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.danonyir and pganon_engine.geneir (spec 002 §3.2-3.6, §6 items
+"""Unit tests for pganon_engine.methods.person.danonyir and pganon_engine.methods.person.geneir (spec 002 §3.2-3.6, §6 items
 12-17).
 
 Fixtures: Table 2's seven patients; DAnonyIR with seeds Ella (Id_num 6) then Tim (3) reproduces
@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import danonyir as D
-from pganon_engine import geneir as G
-from pganon_engine import ir_metrics as IM
-from pganon_engine import ir_models as M
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.methods.person import danonyir as D
+from pganon_engine.methods.person import geneir as G
+from pganon_engine.metrics import ir_metrics as IM
+from pganon_engine.models import ir_models as M
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

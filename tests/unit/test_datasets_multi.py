@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 from pganon import datasets as ds
 from pganon.datasets import DatasetError
-from pganon_engine import hierarchy_build as hb
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.hierarchy import build as hb
+from pganon_engine.hierarchy.tree import Hierarchy
 
 DATA = Path(ds.__file__).resolve().parents[1] / "data"
 HIER = DATA / "hierarchies"

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.fcorr, the fingerprint-correlation auditor (spec
+"""Unit tests for pganon_engine.models.fcorr, the fingerprint-correlation auditor (spec
 004-ck-anonymization.md, sections 1.2-1.6, 2.8, 3, 4.3-4.4 and claims 1, 5-8 of section 8).
 
 Tables 1, 2, 3, 5 and 6 are transcribed from spec section 3 as printed (typos included) and
@@ -15,8 +15,8 @@ from fractions import Fraction as F
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pganon_engine import fcorr as fc
-from pganon_engine import fcorr_fast
+from pganon_engine.models import fcorr as fc
+from pganon_engine.models import fcorr_fast
 
 # --------------------------------------------------------------------------------------------
 # Paper fixtures (spec section 3)

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.gaa (spec 001-metrics-strategies.md §2-3, §7.1 items 3, 5, 7, 8).
+"""Unit tests for pganon_engine.methods.generalization.gaa (spec 001-metrics-strategies.md §2-3, §7.1 items 3, 5, 7, 8).
 
 Fixtures: the §2.4 trace on Table 1 (Figure 2 weights, first-id ties), the seven-metric
 outcomes including the NCP/LLM snowball, the §3.1/3.2 privacy measures on T_ano, and hand-worked
@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import gaa, infoloss as il
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.methods.generalization import gaa
+from pganon_engine.metrics import infoloss as il
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 GENDER = Hierarchy.from_paths("gender", [["M", "*"], ["F", "*"]])
 RACE = Hierarchy.from_paths("race", [["Cat", "Felid", "Mammal"], ["Lion", "Felid", "Mammal"],

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.hierarchy (spec 001-metrics-strategies.md §1.2, A2).
+"""Unit tests for pganon_engine.hierarchy.tree (spec 001-metrics-strategies.md §1.2, A2).
 
 Fixtures are the paper's Figure 1 trees as reconstructed in spec §1.1: Gender {M, F} -> * and
 the unbalanced Race tree {Cat, Lion} -> Felid, {Felid, Dog} -> Mammal.  Expected values are
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 RACE_PATHS = [["Cat", "Felid", "Mammal"], ["Lion", "Felid", "Mammal"], ["Dog", "Mammal"]]
 GENDER_PATHS = [["M", "*"], ["F", "*"]]

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.hierarchy_build and the shipped Adult hierarchies
+"""Unit tests for pganon_engine.hierarchy.build and the shipped Adult hierarchies
 (pganon/data/hierarchies/adult/, spec 001 §1.2, §4.1, §6 A1).
 
 Expected rows are worked out by hand; Adult value counts are transcribed from spec 000 §5.2 (the
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import hierarchy_build as hb
-from pganon_engine.errors import EngineError
+from pganon_engine.hierarchy import build as hb
+from pganon_engine.core.errors import EngineError
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT_DIR = REPO / "pganon" / "data" / "hierarchies" / "adult"

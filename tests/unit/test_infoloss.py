@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.infoloss (spec 001-metrics-strategies.md §1.4-1.7, §7.1 items
+"""Unit tests for pganon_engine.metrics.infoloss (spec 001-metrics-strategies.md §1.4-1.7, §7.1 items
 1, 2, 4, 6 and 8).
 
 Expected values are the paper's Example 1 and Figure 2, and the spec's derived §1.6 table
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import infoloss as il
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.metrics import infoloss as il
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 GENDER = Hierarchy.from_paths("gender", [["M", "*"], ["F", "*"]])
 RACE = Hierarchy.from_paths("race", [["Cat", "Felid", "Mammal"], ["Lion", "Felid", "Mammal"],

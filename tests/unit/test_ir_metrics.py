@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.ir_metrics (spec 002 §2.10-2.15, §6 items 8-11).
+"""Unit tests for pganon_engine.metrics.ir_metrics (spec 002 §2.10-2.15, §6 items 8-11).
 
 Fixtures: the toy domains Gender {M, F}, Age [30, 39], the 7 postcodes; the distances of the
 running example (§4.5, §4.8), the losses of Tables 3 and 4 (§4.7) and the query estimates of
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import ir_metrics as M
-from pganon_engine import workload as W
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.metrics import ir_metrics as M
+from pganon_engine.metrics import workload as W
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 POSTCODES = ["10085", "10076", "10086", "10087", "10077", "10070", "10073"]
 DOMS = M.domains_of(["gender", "age", "postcode"], ["categorical", "numeric", "categorical"],

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.ir_models (spec 002 §2.3-2.9, §3.3-3.4, §6 items 1-7).
+"""Unit tests for pganon_engine.models.ir_models (spec 002 §2.3-2.9, §3.3-3.4, §6 items 1-7).
 
 Fixtures: the paper's Table 2 patients grouped as Tables 3 and 4 (the §4.4 per-class table),
 the BHS example of §4.9 and Def. 3.5's example.  Properties: the hitting-set and counting tests
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import ir_models as M
-from pganon_engine.errors import EngineError
+from pganon_engine.models import ir_models as M
+from pganon_engine.core.errors import EngineError
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

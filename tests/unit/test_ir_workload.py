@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import danonyir as D
-from pganon_engine import geneir as G
-from pganon_engine import ir_metrics as IM
-from pganon_engine.errors import EngineError
+from pganon_engine.methods.person import danonyir as D
+from pganon_engine.methods.person import geneir as G
+from pganon_engine.metrics import ir_metrics as IM
+from pganon_engine.core.errors import EngineError
 from test_danonyir import AGE, QIS, SEEDS, TABLE2, taxonomies
 
 # §4.10: three COUNT(*) queries on Table 2, prec = 1 each

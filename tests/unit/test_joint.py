@@ -1,4 +1,4 @@
-"""The reconstructed joint distribution of a release (pganon_engine.joint): the masses against a
+"""The reconstructed joint distribution of a release (pganon_engine.metrics.joint): the masses against a
 literal enumeration of the cell semantics on random releases, KL and confidence at their known
 extremes, and the shared workload's cells."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import joint, workload
+from pganon_engine.metrics import joint, workload
 
 NAMES = ["age", "sex", "disease", "drug"]
 KINDS = ["numeric", "categorical", "categorical", "categorical"]

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.models (issue 4, point 5: privacy models, check).
+"""Unit tests for pganon_engine.models.predicates (issue 4, point 5: privacy models, check).
 
 Fixtures: spec 001 §3.1-3.2 (Table 1 / T_ano), Li et al. 2007's salary example, and small
 tables whose values are derived by hand in the comments.  Properties: agreement with pyCANON
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from pycanon import anonymity as pyc
 
 import pycanon_ref
-from pganon_engine import models as M
-from pganon_engine.errors import EngineError
+from pganon_engine.models import predicates as M
+from pganon_engine.core.errors import EngineError
 
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
 

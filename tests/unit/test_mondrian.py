@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.mondrian (spec 003-msa-comparative.md §2.2, §3.2, A6-A8).
+"""Unit tests for pganon_engine.methods.generalization.mondrian (spec 003-msa-comparative.md §2.2, §3.2, A6-A8).
 
 Hand-checked fixtures first (each with the arithmetic in a comment), then hypothesis
 properties, then bad input.  `reference` is the yardstick for the vectorized driver: the same
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import mondrian as mo
-from pganon_engine.errors import EngineError
+from pganon_engine.methods.generalization import mondrian as mo
+from pganon_engine.core.errors import EngineError
 
 # * -> A {0, 1}, B {2, 3}, C {4}; leaf nodes are labelled by their codes.
 TX_ABC = {"children": {"*": ["A", "B", "C"], "A": [0, 1], "B": [2, 3], "C": [4]}}
@@ -187,7 +187,7 @@ def test_plain_callable_predicate_gets_named_histograms():
 
 
 def test_models_module_predicate_plugs_in():
-    models = pytest.importorskip("pganon_engine.models")
+    models = pytest.importorskip("pganon_engine.models.predicates")
     pred = models.predicate("l_diversity", {"l": 2})
     sc = mo.schema(["numeric"], [4], sa_sizes=[2], sa_names=["disease"])
     q, sa = [0, 1, 2, 3], [0, 1, 0, 1]

@@ -3,7 +3,7 @@
 
 import pytest
 
-from pganon_engine import ck_categories
+from pganon_engine.methods.linked import ck_categories
 
 TABLE8 = {"cp": ["trestbps", "restecg", "thalach"], "trestbps": [], "restecg": ["trestbps", "fbs"],
           "thalach": ["cp", "trestbps", "fbs"], "fbs": ["trestbps"]}

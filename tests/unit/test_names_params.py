@@ -3,8 +3,8 @@ value quotes in error messages."""
 
 import pytest
 
-from pganon_engine import params as P
-from pganon_engine.errors import EngineError
+from pganon_engine.core import params as P
+from pganon_engine.core.errors import EngineError
 
 
 class _Ds:

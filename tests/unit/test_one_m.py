@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.one_m: 1:M-generalization under (k,l)-diversity (spec
+"""Unit tests for pganon_engine.methods.person.one_m: 1:M-generalization under (k,l)-diversity (spec
 003-msa-comparative.md §2.1, §3.2, A1, A2, A8, A9, A15, A29).
 
 Hand-checked fixtures first (each with the arithmetic in a comment), then hypothesis properties
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import one_m
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.methods.person import one_m
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 # * -> Heart {angina, infarct}, Resp {bronchitis, cough, flu}.  Ids (H1): * 0, Heart 1, Resp 2,
 # angina 3, bronchitis 4, cough 5, flu 6, infarct 7; 5 leaves.

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import gaa as ga
-from pganon_engine import models
-from pganon_engine import mondrian as mo
-from pganon_engine import semantic as sm
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.methods.generalization import gaa as ga
+from pganon_engine.models import predicates as models
+from pganon_engine.methods.generalization import mondrian as mo
+from pganon_engine.methods.semantic import semantic as sm
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 
 def _visits(seed, n_persons, n_values=4):
@@ -194,5 +194,7 @@ def test_semantic_person_sets_must_be_given_for_every_class_and_add_up():
 
 
 def test_the_families_promise_persons():
-    from pganon_engine import generalized, person, semantic_release
+    from pganon_engine.methods.generalization import family as generalized
+    from pganon_engine.methods.person import family as person
+    from pganon_engine.methods.semantic import family as semantic_release
     assert generalized.PROTECTS_PERSONS and semantic_release.PROTECTS_PERSONS and person.PROTECTS_PERSONS

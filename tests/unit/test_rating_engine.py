@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.rating (spec 003-msa-comparative.md §2.4, §4.5-4.7, A17-A19,
+"""Unit tests for pganon_engine.methods.rating.rating (spec 003-msa-comparative.md §2.4, §4.5-4.7, A17-A19,
 claim C16).
 
 The Table 5 fixture first: the deterministic variant reproduces the paper's Age and Sex columns
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import rating as rt
-from pganon_engine.errors import EngineError
+from pganon_engine.methods.rating import rating as rt
+from pganon_engine.core.errors import EngineError
 
 # Table 5 (spec §4.5): t, age, sex, cp, trestbps, fbs, thalach, restecg
 TABLE5 = [

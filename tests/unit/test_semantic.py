@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.semantic (spec 003-msa-comparative.md §2.3, §3.2, §4.2-4.4,
+"""Unit tests for pganon_engine.methods.semantic.semantic (spec 003-msa-comparative.md §2.3, §3.2, §4.2-4.4,
 A10-A16, claim C8).
 
 The heart-disease fixture first (Table 2 -> Table 3's flagged class -> Table 4, with QID-NCP
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine import semantic as sm
-from pganon_engine.errors import EngineError
-from pganon_engine.hierarchy import Hierarchy
+from pganon_engine.methods.semantic import semantic as sm
+from pganon_engine.core.errors import EngineError
+from pganon_engine.hierarchy.tree import Hierarchy
 
 SAS = ["cp", "trestbps", "fbs", "thalach", "restecg"]
 # Table 2 (spec §4.2): Age interval, Sex, then the five SAs; three ECs of three rows.

@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.workload (spec 004 §4.1-4.2, spec 003 §3.2 ARE).
+"""Unit tests for pganon_engine.metrics.workload (spec 004 §4.1-4.2, spec 003 §3.2 ARE).
 
 Expected values come from the spec (Tables 1, 2 and 5 of §3 and the NCP% of §4.1) or from hand
 computation written next to each case, never from the module's output.  Counts on the original
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pganon_engine import workload as wl
-from pganon_engine.errors import EngineError
-from pganon_engine.workload import Domain
+from pganon_engine.metrics import workload as wl
+from pganon_engine.core.errors import EngineError
+from pganon_engine.metrics.workload import Domain
 
 # --------------------------------------------------------------------------------------------
 # Spec 004 §3 fixtures: Table 1 (QIs only), Table 2 ((p,k) GT), Table 5 ((c,k) GT)

@@ -4,9 +4,10 @@ person-aware measurement (ir_metrics) does too; more than MAX_QUERIES queries ar
 
 import numpy as np
 import pytest
-from pganon_engine import interrupts, ir_metrics, workload as wl
-from pganon_engine.errors import EngineError
-from pganon_engine.workload import Domain
+from pganon_engine.core import interrupts
+from pganon_engine.metrics import ir_metrics, workload as wl
+from pganon_engine.core.errors import EngineError
+from pganon_engine.metrics.workload import Domain
 
 
 def _domains(n=5000, seed=1):

@@ -1,0 +1,461 @@
+"""Risk of a release from the analyst's seat (issue 11; DESIGN.md step 7, "assess risk").
+
+What an analyst can learn is measured from what the reader role would read: the release's
+published relations (GT, ST, ST long, Rating's AT and IDT) and its stated promise (method,
+parameters, the declared security levels and hierarchies). Never the source, never the
+row-to-group map: a figure computed from those would measure what the DBA knows, not what the
+analyst can learn. Every figure is one row (measure, scope, value, promise, policy_key, detail),
+stored in pganon.release_risk; `pganon.risk(release)` adds the threshold (the dataset's policy
+for that key, else the promise) and whether it passes; `pganon.promote` refuses a release with a
+failing row.
+
+Measures (direction: published_share must be at least its threshold, every other at most):
+  published_share            published rows / source rows
+  records_per_class_min, persons_per_class_min, group_size_min   informational
+  prosecutor_risk_max        1 / (records or persons in the class of published QI vectors);
+                             promise 1/k where the method promises k, none where it publishes
+                             exact QIs (finding a target's row is then expected: the promise is
+                             about attribute disclosure)
+  prosecutor_risk_mean, sample_unique   informational
+  records_below_k            share of records in classes below the promised k (promise 0)
+  baseline_confidence        per SA: the attacker's best guess with no release (informational)
+  attacker_confidence_max    per SA (per security level for L_sl): the highest share one value
+                             holds in what the attacker narrows a record down to (a group, a
+                             class, a bucket); promise 1/l of the level, 1/l, 1/SC, alpha ...
+  attacker_confidence_mean   per SA: the mean confidence in each record's true value (informational)
+  order                      per published relation: share of rows out of content order (promise 0)
+  numbering                  per published identifier: rank correlation with any other published
+                             number (promise: 4 / sqrt(n - 1), what chance gives)
+  chain_attack               Rating, per attribute: share of tuples the chain attack pins
+                             (promise: 1/SC or what chance gives, whichever is higher)
+  linkage, composed_prosecutor_risk   against earlier promoted releases (`linkage.py`)
+"""
+
+import json
+import math
+
+from pganon_engine.core import catalog, coltypes, numbering
+from pganon_engine.metrics import reconstruct
+
+from . import linkage
+
+POLICY_KEYS = ("published_share", "prosecutor_risk_max", "records_below_k", "attacker_confidence_max",
+               "order", "numbering", "chain_attack", "linkage", "composed_prosecutor_risk")
+DEFAULT_PUBLISHED_SHARE = 0.5
+CHANCE_Z = 4.0     # |rank correlation| * sqrt(n - 1) beyond this is not chance (p < 1e-4)
+
+
+class Rows:
+    """The risk rows of one release, in order."""
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, measure, scope, value, detail, promise=None, policy=True):
+        self.rows.append({"measure": measure, "scope": scope,
+                          "value": None if value is None else float(value),
+                          "promise": None if promise is None else float(promise),
+                          "policy_key": measure if policy else None, "detail": detail})
+
+    def info(self, measure, scope, value, detail):
+        self.add(measure, scope, value, detail, policy=False)
+
+
+def assess(db, release_id):
+    """Measure a release and store its risk rows (replacing earlier ones); returns the rows."""
+    info = reconstruct.release_row(db, release_id)
+    ds = catalog.load(db, info["dataset"])
+    out = Rows()
+    publication(info, out)
+    identity(db, info, out)
+    attribute(db, ds, info, out)
+    structural(db, info, out)
+    linkage.against_promoted(db, info, out)
+    store(db, release_id, out.rows)
+    return out.rows
+
+
+def store(db, release_id, rows, measures=None):
+    """Replace the release's stored rows (only those of `measures` when given)."""
+    if measures is None:
+        db.run("DELETE FROM pganon.release_risk WHERE release_id = $1", [release_id], ["int8"])
+        start = 0
+    else:
+        db.run("DELETE FROM pganon.release_risk WHERE release_id = $1 AND measure = ANY($2)",
+               [release_id, list(measures)], ["int8", "text[]"])
+        start = db.one("SELECT coalesce(max(ord), -1) + 1 AS n FROM pganon.release_risk WHERE release_id = $1",
+                       [release_id], ["int8"])["n"]
+    numbered = [dict(r, ord=start + i) for i, r in enumerate(rows)]
+    db.run("INSERT INTO pganon.release_risk (release_id, ord, measure, scope, value, promise, policy_key, detail) "
+           "SELECT $1, x.ord, x.measure, x.scope, x.value, x.promise, x.policy_key, x.detail "
+           "FROM jsonb_to_recordset($2::jsonb) AS x(ord int, measure text, scope text, value float8, "
+           "promise float8, policy_key text, detail text)", [release_id, json.dumps(numbered)], ["int8", "text"])
+
+
+# --- what a release promises ------------------------------------------------------------------
+
+def promised_k(lay):
+    """The size a release promises for its classes of published QI vectors, or None. A 1:M
+    release's k is about sensitive sets (`_fingerprints`); each of its QI classes holds at
+    least l distinct generalized sets, hence l persons."""
+    if lay.get("method") == "one_m_generalization":
+        return int(lay["l"]) if lay.get("l") else None
+    if lay["family"] in ("generalized", "linked", "person") and lay.get("k"):
+        return int(lay["k"])
+    return None
+
+
+def exact_qis(lay):
+    """Whether the release publishes the QIs exactly (bucketization without generalize, Rating)."""
+    return lay["family"] == "rating" or (lay["family"] == "bucketization" and not lay.get("generalized"))
+
+
+def publication(info, out):
+    n, pub = int(info["source_rows"]), int(info["published_rows"])
+    share = pub / n if n else 0.0
+    out.add("published_share", "release", share, f"{pub} of {n} source rows published",
+            promise=DEFAULT_PUBLISHED_SHARE)
+
+
+# --- identity disclosure ----------------------------------------------------------------------
+
+def _qi_columns(lay):
+    return [q["column"] for q in lay["qis"]]
+
+
+def identity(db, info, out):
+    lay = info["layout"]
+    I, rels = db.ident, lay["relations"]
+    gt, qcols = rels["gt"], _qi_columns(lay)
+    persons_visible = lay["family"] == "person"
+    person_rows = lay.get("gt_rows") == "person"
+    pcount = "count(DISTINCT id_num)" if persons_visible else "NULL::bigint"
+    group = ", ".join(map(I, qcols)) if qcols else "()"
+    r = db.one(f"SELECT count(*) AS classes, coalesce(sum(n), 0) AS records, min(n) AS nmin, "
+               f"coalesce(sum(n) FILTER (WHERE n = 1), 0) AS uniq, min(p) AS pmin, coalesce(sum(p), 0) AS persons "
+               f"FROM (SELECT count(*) AS n, {pcount} AS p FROM {gt} GROUP BY {group}) c")
+    classes, records = int(r["classes"]), int(r["records"])
+    k, exact = promised_k(lay), exact_qis(lay)
+    what = "records" if not person_rows else "persons"
+    if not records:
+        out.info("records_per_class_min", "records", 0, "nothing is published")
+        return
+    out.info("records_per_class_min", what, r["nmin"],
+             f"{classes} classes of published QI vectors over {records} {what}, "
+             f"mean {records / classes:.2f} per class")
+    if persons_visible and not person_rows:
+        out.info("persons_per_class_min", "persons", r["pmin"],
+                 f"{classes} classes over {int(r['persons'])} persons (person numbers are published)")
+    if lay["family"] in ("bucketization", "linked"):
+        grp = lay.get("gt_group", "group_id")
+        g = db.one(f"SELECT min(n) AS n, count(*) AS g FROM (SELECT count(*) AS n FROM {gt} GROUP BY {I(grp)}) x")
+        out.info("group_size_min", "records", g["n"], f"{g['g']} groups; the smallest holds {g['n']} records")
+    scope, nmin, total = ("persons", r["pmin"], int(r["persons"])) if persons_visible else (what, r["nmin"], records)
+    note = ""
+    if exact:
+        note = ("; exact quasi-identifiers are published, so finding a target's row is expected: "
+                "this method's promise is about attribute disclosure")
+    elif lay.get("person") and not persons_visible:
+        note = (f"; persons are not published: the release promises k = {k} persons per class, which "
+                f"pganon.verify checks against the source")
+    out.add("prosecutor_risk_max", scope, 1.0 / nmin,
+            f"the smallest class holds {nmin} {scope}{note}", promise=(1.0 / k) if k else None)
+    out.info("prosecutor_risk_mean", scope, classes / total, f"{classes} classes over {total} {scope}")
+    out.info("sample_unique", what, int(r["uniq"]) / records,
+             f"{int(r['uniq'])} {what} hold a published QI vector of their own")
+    if k:
+        below = db.one(f"SELECT coalesce(sum(n), 0) AS b FROM (SELECT {'count(DISTINCT id_num)' if persons_visible else 'count(*)'} "
+                       f"AS n FROM {gt} GROUP BY {group}) c WHERE n < {int(k)}")["b"]
+        out.add("records_below_k", scope, int(below) / total,
+                f"{int(below)} of {total} {scope} in classes below k = {k}", promise=0.0)
+    if lay.get("method") == "one_m_generalization":
+        _fingerprints(db, lay, out)
+
+
+def _fingerprints(db, lay, out):
+    """1:M: an attacker who knows a target's set of sensitive values finds the persons whose
+    published generalized set covers it; every such set is shared by at least k persons."""
+    gt, sa = lay["relations"]["gt"], db.ident(lay["sas"][0])
+    r = db.one(f"SELECT min(n) AS n, count(*) AS sets FROM (SELECT count(DISTINCT id_num) AS n FROM {gt} "
+               f"GROUP BY {sa}) x")
+    if r["n"]:
+        out.add("prosecutor_risk_max", "persons by sensitive set", 1.0 / r["n"],
+                f"{r['sets']} published sensitive sets; the rarest is shared by {r['n']} persons",
+                promise=1.0 / int(lay["k"]))
+
+
+# --- attribute disclosure ---------------------------------------------------------------------
+
+def attribute(db, ds, info, out):
+    lay = info["layout"]
+    fam = lay["family"]
+    if fam == "bucketization":
+        _attribute_bucketization(db, ds, lay, out)
+    elif fam == "rating":
+        _attribute_rating(db, lay, out)
+    elif fam == "linked":
+        _attribute_linked(db, lay, out)
+    else:
+        _attribute_record_gt(db, lay, out)
+
+
+def _promise_bucketization(ds, lay):
+    """{level or None: promised max confidence} for the values of one SA. Anatomy promises
+    nothing per SA (two rows of a group may share a value): its promise is on the vector."""
+    if lay.get("model") == "anatomy":
+        return {None: None}
+    if lay.get("model") == "lsl":   # min_group bounds the vector, not the values (`_vector_bucketization`)
+        level_l = {int(k): v for k, v in (lay.get("level_l") or {}).items()} or dict(ds.level_l)
+        return {lv: 1.0 / l for lv, l in level_l.items()}
+    return {None: 1.0 / int(lay["l"])} if lay.get("l") else {None: None}
+
+
+SIZES = "pg_temp._pganon_risk_sizes"
+
+
+def _class_sizes(db, query):
+    """The classes' sizes (cls, n) once per release, for every attribute's figures."""
+    if db.one("SELECT pg_catalog.to_regclass($1) IS NOT NULL AS e", [SIZES], ["text"])["e"]:
+        db.run(f"DROP TABLE {SIZES}")
+    db.run(f"CREATE TEMP TABLE _pganon_risk_sizes ON COMMIT DROP AS {query}")
+    db.run(f"ANALYZE {SIZES}")
+    return SIZES
+
+
+def _value_shares(db, values, sizes, level_join=""):
+    """What a class (a group, a class of QI vectors, a Rating group) tells about one attribute.
+    `values` selects (cls, v, c): how many records (or persons) of class cls hold value v;
+    `sizes` is a relation or subquery (cls, n) of the class sizes (not always the sum of c: a
+    person holding several values counts once). Returns the rows per security level (when
+    `level_join` joins one as lv.level on v.v) with the largest share mx, the sum s of c * c / n
+    and the count cnt, and the baseline with no release: the most common value's share and the
+    mean confidence. One statement: v is computed once."""
+    level = "lv.level" if level_join else "NULL::int"
+    rows = db.rows(f"WITH v AS MATERIALIZED ({values}), t AS (SELECT v, sum(c) AS c FROM v GROUP BY 1), "
+                   f"total AS (SELECT sum(n) AS n FROM {sizes} g), "
+                   f"b AS (SELECT max(c) / (SELECT n FROM total) AS bmx, "
+                   f"             sum(c * c) / ((SELECT n FROM total) * sum(c)) AS bs FROM t) "
+                   f"SELECT {level} AS level, max(v.c / g.n) AS mx, sum(v.c * v.c / g.n) AS s, sum(v.c) AS cnt, "
+                   f"       (SELECT bmx FROM b) AS bmx, (SELECT bs FROM b) AS bs "
+                   f"FROM v JOIN {sizes} g USING (cls) {level_join} GROUP BY 1 ORDER BY 1")
+    return rows, ((rows[0]["bmx"], rows[0]["bs"]) if rows else (None, None))
+
+
+def _confidence_rows(out, sa, rows, baseline, promise, unit="records"):
+    """rows: [{level, mx, s, cnt}] -> attacker_confidence_max per level, the mean over all."""
+    total = sum(float(r["cnt"]) for r in rows)
+    if not total:
+        return
+    out.info("baseline_confidence", sa, baseline[0],
+             f"with no release an attacker guesses the most common value: {baseline[0]:.4f} "
+             f"(mean confidence in the true value {baseline[1]:.4f})")
+    for r in rows:
+        lv = r.get("level")
+        pr = promise.get(lv) if lv in promise else promise.get(None)
+        scope = sa if lv is None else f"{sa} level {lv}"
+        note = ""
+        if pr is not None and pr >= 1.0 and lv is not None:
+            note = f"; level {lv} has l = 1: its values may reach confidence 1.0 by declaration"
+        out.add("attacker_confidence_max", scope, r["mx"],
+                f"the most a value holds of what a record is narrowed down to, over {int(r['cnt'])} {unit}{note}",
+                promise=pr)
+    mean = sum(float(r["s"]) for r in rows) / total
+    out.info("attacker_confidence_mean", sa, mean,
+             f"mean confidence in a record's true value (no release: {baseline[1]:.4f})")
+
+
+def _attribute_bucketization(db, ds, lay, out):
+    I, st = db.ident, lay["relations"]["st"]
+    promise = _promise_bucketization(ds, lay)
+    lsl = lay.get("model") == "lsl"
+    sizes = _class_sizes(db, f"SELECT group_id AS cls, sum(count)::float8 AS n FROM {st} GROUP BY 1")
+    for sa in lay["sas"]:
+        level = ""
+        if lsl:
+            # the effective level (pganon._effective_level), once per distinct value
+            level = (f"LEFT JOIN (SELECT x.v, pganon._effective_level({int(ds.id)}, {db.literal(sa)}, x.v) AS level "
+                     f"FROM (SELECT DISTINCT {I(sa)}::text AS v FROM {st}) x) lv ON lv.v = v.v")
+        rows, base = _value_shares(db, f"SELECT cls, x::text AS v, c FROM (SELECT group_id AS cls, {I(sa)} AS x, "
+                                       f"sum(count)::float8 AS c FROM {st} GROUP BY 1, 2) a", sizes, level_join=level)
+        _confidence_rows(out, sa, rows, base, promise)
+    _vector_bucketization(db, lay, out)
+
+
+def _vector_bucketization(db, lay, out):
+    """The whole sensitive vector: the ST keeps a record's SA values together, so a target found
+    by its QIs is narrowed to its group's vectors. Anatomy promises 1/l on the vector; L_sl and
+    the baselines with min_group m >= 2 promise 1/m (no group publishes one person's vector)."""
+    st, sas = lay["relations"]["st"], ", ".join(db.ident(s) for s in lay["sas"])
+    # vectors grouped by a 64-bit hash of the row: a collision only merges two vectors, which can
+    # only raise the figure
+    r = db.one(f"WITH v AS (SELECT group_id, sum(count)::float8 AS c FROM {st} "
+               f"GROUP BY group_id, hash_record_extended(ROW({sas}), 0)), "
+               f"g AS (SELECT group_id, sum(c) AS n FROM v GROUP BY 1) "
+               f"SELECT max(v.c / g.n) AS mx, sum(v.c * v.c / g.n) / sum(v.c) AS mean, "
+               f"count(*) FILTER (WHERE v.c = g.n) AS whole FROM v JOIN g USING (group_id)")
+    if r["mx"] is None:
+        return
+    if lay.get("model") == "anatomy":
+        promise = 1.0 / int(lay["l"])
+    elif int(lay.get("min_group") or 1) >= 2:
+        promise = 1.0 / int(lay["min_group"])
+    else:
+        promise = None
+    out.add("attacker_confidence_max", "sensitive vector", r["mx"],
+            f"{int(r['whole'])} group(s) publish a single sensitive vector; mean confidence in a record's "
+            f"true vector {r['mean']:.4f}", promise=promise)
+
+
+def _attribute_record_gt(db, lay, out):
+    """generalized and person families: the class of published QI vectors and its exact SA
+    values (persons counted once per value when person numbers are published; a 1:M release's
+    generalized SA set counts each of its values)."""
+    I, gt = db.ident, lay["relations"]["gt"]
+    qcols = _qi_columns(lay)
+    # a class is a published QI vector, keyed by a 64-bit hash of it (two classes merged by a
+    # collision, about 1e-8 at a million classes, would only blur one figure)
+    cls = f"hash_record_extended(ROW({', '.join(map(I, qcols))}), 0)" if qcols else "0::int8"
+    persons = lay["family"] == "person"
+    who = "count(DISTINCT id_num)" if persons else "count(*)"
+    sizes = _class_sizes(db, f"SELECT {cls} AS cls, {who}::float8 AS n FROM {gt} GROUP BY 1")
+    promise = _promise_record_gt(lay)
+    for sa in lay["sas"]:
+        if lay.get("gt_rows") == "person":   # one_m: a text[] of generalized values per person
+            values = (f"SELECT cls, v, count(DISTINCT id_num)::float8 AS c FROM (SELECT {cls} AS cls, g.id_num, "
+                      f"u._pganon_x AS v FROM {gt} g, unnest(g.{I(sa)}) AS u(_pganon_x)) s GROUP BY 1, 2")
+        else:
+            values = (f"SELECT cls, x::text AS v, c FROM (SELECT {cls} AS cls, {I(sa)} AS x, {who}::float8 AS c "
+                      f"FROM {gt} GROUP BY 1, 2) a")
+        rows, base = _value_shares(db, values, sizes)
+        _confidence_rows(out, sa, rows, base, {None: promise}, "persons" if persons else "records")
+
+
+def _promise_record_gt(lay):
+    """Only frequency-type models bound the attacker's confidence: (alpha,k), IR/EIR
+    (alpha,beta); distinct, entropy and hitting-set models bound something else."""
+    priv = lay.get("privacy")
+    if isinstance(priv, dict) and priv.get("model") == "alpha_k_anonymity":
+        return float(priv["alpha"])
+    if lay["family"] == "person" and lay.get("model") in ("ab", "eab") and lay.get("alpha") is not None:
+        return float(lay["alpha"])
+    return None
+
+
+def _attribute_linked(db, lay, out):
+    """A GT row links to its bucket; the published ST lists each bucket's value set per SA
+    (no counts), so an attacker's best guess is one of the set's values: 1 / |set|, and for a
+    bucket whose set has one value, certainty. The bound a (c,k) or (p,k) release promises comes
+    from `linked.promised_confidence`."""
+    from pganon_engine.methods.linked import family as linked
+    I, rels = db.ident, lay["relations"]
+    promise = linked.promised_confidence(lay) if hasattr(linked, "promised_confidence") else {}
+    for sa in lay["sas"]:
+        rows = db.rows(f"WITH b AS (SELECT bucket_id, count(*)::float8 AS n FROM {rels['gt']} GROUP BY 1), "
+                       f"s AS (SELECT bucket_id, cardinality({I(sa)})::float8 AS m FROM {rels['st']}) "
+                       f"SELECT NULL::int AS level, max(1 / s.m) AS mx, sum(b.n / s.m) AS s, sum(b.n) AS cnt "
+                       f"FROM b JOIN s USING (bucket_id)")
+        base = db.one(f"SELECT 1.0 / count(DISTINCT u._pganon_x)::float8 AS mx, "
+                      f"1.0 / count(DISTINCT u._pganon_x)::float8 AS s "
+                      f"FROM {rels['st']} t, unnest(t.{I(sa)}) AS u(_pganon_x)")
+        _confidence_rows(out, sa, rows, (base["mx"], base["s"]), {None: promise.get(sa)})
+
+
+def _attribute_rating(db, lay, out):
+    """Every attribute, QIs included: a tuple's group lists its candidate values (IDT)."""
+    idt = lay["relations"]["st"]
+    sc = lay.get("sc") or {}
+    for a in _qi_columns(lay) + list(lay["sas"]):
+        values = f"SELECT group_id AS cls, value AS v, count::float8 AS c FROM {idt} WHERE attribute = {db.literal(a)}"
+        rows, base = _value_shares(db, values, f"(SELECT cls, sum(c) AS n FROM ({values}) x GROUP BY 1)")
+        _confidence_rows(out, a, rows, base, {None: 1.0 / int(sc[a]) if sc.get(a) else None})
+
+
+# --- structural inference ---------------------------------------------------------------------
+
+def structural(db, info, out):
+    lay = info["layout"]
+    rels = lay["relations"]
+    for role in numbering.PUBLISHED:
+        if role in rels:
+            _order(db, role, rels[role], out)
+    for role, column in published_ids(lay):
+        _numbering(db, role, rels[role], column, out)
+    if lay["family"] == "rating":
+        _chain(db, lay, out)
+
+
+def published_ids(lay):
+    """(relation role, column) of every identifier a reader sees."""
+    seen = []
+    for ident in numbering.specs(lay):
+        for role, column, _ in ident.uses:
+            if role in numbering.PUBLISHED and role in lay["relations"] and (role, column) not in seen:
+                if ident.name == "group_id" and lay["family"] == "rating" and role == "gt":
+                    continue   # the AT's per-attribute group columns: covered by the chain attack
+                seen.append((role, column))
+    return seen
+
+
+def _columns(db, relation):
+    return db.rows("SELECT attname::text AS name, format_type(atttypid, NULL) AS type FROM pg_catalog.pg_attribute "
+                   "WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                   [relation], ["text"])
+
+
+def _order(db, role, relation, out):
+    """Rows out of content order: a physical order that is not a function of the content could
+    carry the engine's order (the source's key order, the order groups were made)."""
+    cols = ", ".join(db.ident(c["name"]) for c in _columns(db, relation))
+    r = db.one(f"SELECT count(*) AS n, count(*) FILTER (WHERE prev > cur) AS bad FROM "
+               f"(SELECT ROW({cols}) AS cur, lag(ROW({cols})) OVER (ORDER BY ctid) AS prev FROM {relation}) x")
+    n = int(r["n"])
+    out.add("order", role, (int(r["bad"]) / max(n - 1, 1)) if n > 1 else 0.0,
+            f"{int(r['bad'])} of {max(n - 1, 0)} consecutive rows of the {role} are out of content order",
+            promise=0.0)
+
+
+def _number_expr(db, column, typ):
+    """A published column on its number line (`coltypes`): a range by its lower bound."""
+    c = db.ident(column)
+    if typ in coltypes.RANGES:
+        return coltypes.number(f"lower({c})", coltypes.RANGES[typ])
+    t = coltypes.TYPES.get(typ)
+    return coltypes.number(c, t) if t else None
+
+
+def _numbering(db, role, relation, column, out):
+    """Rank correlation, over the identifier's values, between the identifier and the mean of
+    each other published number of its rows: a random numbering correlates with nothing."""
+    best, worst, n = 0.0, None, 0
+    for c in _columns(db, relation):
+        if c["name"] == column:
+            continue
+        expr = _number_expr(db, c["name"], c["type"])
+        if expr is None:
+            continue
+        r = db.one(f"WITH a AS (SELECT {db.ident(column)} AS id, avg({expr}) AS m FROM {relation} GROUP BY 1), "
+                   f"r AS (SELECT rank() OVER (ORDER BY id) AS ri, rank() OVER (ORDER BY m) AS rm FROM a) "
+                   f"SELECT corr(ri, rm) AS rho, count(*) AS n FROM r")
+        n = int(r["n"])
+        rho = abs(r["rho"]) if r["rho"] is not None else 0.0
+        if rho >= best:
+            best, worst = rho, c["name"]
+    bound = min(1.0, CHANCE_Z / math.sqrt(n - 1)) if n > 1 else 1.0
+    detail = (f"|rank correlation| of {column} with the published {worst}: {best:.4f} over {n} values "
+              f"(chance stays below {bound:.4f})" if worst else f"no other published number to correlate {column} with")
+    out.add("numbering", f"{role}.{column}", best, detail, promise=bound)
+
+
+def _chain(db, lay, out):
+    """Rating: the chain attack on AT + IDT (`chain_attack`), per attribute."""
+    from . import chain_attack
+    rels = lay["relations"]
+    attrs = _qi_columns(lay) + list(lay["sas"])
+    sc = lay.get("sc") or {}
+    grouped = [a for a in attrs if int(sc.get(a) or 2) > 1]   # SC = 1 publishes a value as it is
+    for a, fig in chain_attack.assess(db, rels["gt"], rels["st"], grouped).items():
+        pinned, chance = fig["pinned_share"], fig.get("chance_max", 0.0)
+        floor = 1.0 / int(sc[a]) if sc.get(a) else 0.0
+        out.add("chain_attack", a, pinned,
+                f"the chain attack pins {pinned:.4f} of the tuples (chance: {chance:.4f}); {fig.get('detail', '')}".rstrip("; "),
+                promise=max(floor, chance))
