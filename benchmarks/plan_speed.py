@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from pganon_engine.methods.bucketization import bucketize
+from pganon_engine.methods.bucketization import bucketize, inputs
 
 OCC = {"Prof-specialty": 4038, "Craft-repair": 4030, "Exec-managerial": 3992,
        "Adm-clerical": 3721, "Sales": 3584, "Other-service": 3212, "Machine-op-inspct": 1966,
@@ -67,7 +67,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--d", type=int, nargs="+", default=[3, 5])
-    ap.add_argument("--variants", nargs="+", default=list(bucketize.VARIANTS))
+    ap.add_argument("--variants", nargs="+", default=list(inputs.VARIANTS))
     ap.add_argument("--baseline", choices=["both", "mslf", "base"], default="both")
     a = ap.parse_args(argv)
     L = {0: 1, 1: 2, 2: 3}

@@ -7,7 +7,7 @@ its traceback. Callers and tests branch on `.sqlstate`, never on message text.
 from __future__ import annotations
 
 # pganon's own SQLSTATE class "PA" (user-defined classes must not start with 0-4 or A-H... P is free).
-# Keep in sync with sql/000-errors.sql, which documents the same table for SQL users.
+# Keep in sync with sql/00-security/00-security.sql, which documents the same table for SQL users.
 SQLSTATES = {
     "PA001": "unknown object (dataset, table, column, release)",
     "PA002": "invalid argument (role, kind, level, l, parameter)",

@@ -2,9 +2,9 @@
 
 Install = (1) Alembic migrates the catalog tables of schema `pganon`, (2) the engine's modules are
 stored in `pganon._engine_module`, so PL/Python imports them through the database connection and
-the server's file system is never written, (3) every file of `sql/` is applied in name order
-(they are all re-runnable). All three run in one transaction under an advisory lock, so two
-installs cannot interleave and a failed install changes nothing.
+the server's file system is never written, (3) every file of `sql/` is applied in the order of
+`sql_files` (they are all re-runnable). All three run in one transaction under an advisory lock,
+so two installs cannot interleave and a failed install changes nothing.
 
 Install runs as a superuser, usually in a database that other roles own and can write to, so it
 trusts nothing they could have planted: its connection pins `search_path` (pganon.connection),
@@ -49,6 +49,13 @@ OPERATORS = ("=", "<>", "||")
 SUPERUSER_HINT = ("run `pganon install` once as a superuser (plpython3u is an untrusted language: only a "
                   "superuser may create its functions); afterwards `GRANT pganon_admin TO <role>` lets that "
                   "role use pganon without superuser")
+
+
+def sql_files() -> list[Path]:
+    """The files of `sql/` in the order install applies them: its numbered folders in name order,
+    the numbered files of each folder in name order (sql/README.md lists them; a .sql file
+    anywhere else in sql/ would not be applied, and tests/unit/test_sql_order.py refuses one)."""
+    return sorted(resource_dir("sql").glob("*/*.sql"))
 
 
 def engine_modules() -> list[tuple[str, bool, str]]:
@@ -222,7 +229,7 @@ def install(dsn: str | None = None) -> dict:
                 "engine_hash = EXCLUDED.engine_hash, installed_at = pg_catalog.now()",
                 (__version__, digest, bool(first_install and not had_plpython)))
             _ensure_roles(raw)
-            for path in sorted(resource_dir("sql").glob("*.sql")):
+            for path in sql_files():
                 raw.execute(path.read_text(encoding="utf-8"))
             after = MigrationContext.configure(conn, opts={"version_table_schema": "pganon"}).get_current_revision()
     finally:

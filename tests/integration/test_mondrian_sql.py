@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from helpers import checks, publish
 from pganon_engine.methods.generalization import mondrian as mo
+from pganon_engine.methods.generalization import mondrian_predicates as mp
+from pganon_engine.methods.generalization import mondrian_schema as ms
 
 SEX = "M;*\nF;*\n"
 RACE = "Cat;Felid;Mammal\nLion;Felid;Mammal\nDog;Dog;Mammal\nCow;Bovid;Mammal\nYak;Bovid;Mammal\n"
@@ -218,9 +220,9 @@ def test_release_equals_the_engine_run_on_the_whole_table(conn, mode, seed, thre
     cols = list(zip(*rows))
     qs = [np.asarray(rank(cols[i])) for i in (1, 2, 3, 4, 5)]
     sa = [np.asarray(rank(cols[6]))]
-    sc = mo.schema(["numeric", "ordinal", "numeric", "ordinal", "ordinal"], [int(q.max()) + 1 for q in qs],
+    sc = ms.schema(["numeric", "ordinal", "numeric", "ordinal", "ordinal"], [int(q.max()) + 1 for q in qs],
                    values=[np.unique(cols[1]).astype(float), None, None, None, None],
                    sa_sizes=[int(sa[0].max()) + 1], sa_names=["disease"], seed=seed)
-    pred = mo.all_of(mo.k_anonymity(3), mo.distinct_l_diversity(2, channels=[0]))
+    pred = mp.all_of(mp.k_anonymity(3), mp.distinct_l_diversity(2, channels=[0]))
     res = mo.partition(qs, sa, sc, pred, mode=mode)
     assert got == {r[0]: int(res.partition[i]) + 1 for i, r in enumerate(rows)}

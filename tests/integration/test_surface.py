@@ -44,7 +44,7 @@ def test_public_surface_matches_golden(conn):
     assert now == GOLDEN.read_text()
 
 
-# The only SECURITY DEFINER functions, each for a reason stated in sql/055-roles.sql.
+# The only SECURITY DEFINER functions, each for a reason stated in sql/30-publish/20-roles.sql.
 DEFINERS = {"pganon.grant_reader(regrole)", "pganon.revoke_reader(regrole)"}
 
 

@@ -76,8 +76,9 @@ def _states():
 
 
 def test_every_catalog_state_has_a_dump():
-    """The six states of migrations/README.md: 0001 as first released, then one per revision."""
-    assert [p.stem for p in _states()] == ["0001", "0001_first", "0002", "0003", "0004", "0005"]
+    """The six states of migrations/README.md (0001 as first released, then one per revision), and
+    0008 as the last flat engine left it (issue 14 moved the engine into packages)."""
+    assert [p.stem for p in _states()] == ["0001", "0001_first", "0002", "0003", "0004", "0005", "0008"]
 
 
 @pytest.mark.parametrize("state", _states(), ids=lambda p: p.stem)
@@ -103,6 +104,12 @@ def test_upgrade_from_each_catalog_state_equals_a_fresh_install(state, make_db, 
         assert statuses == (["superseded", "current"] if releases == 2 else [])
         if releases:
             assert c.execute("SELECT count(*) FROM pganon_release.table1_gt").fetchone()[0] > 0
+        if state.stem == "0008":   # releases the flat engine made verify under the packaged one
+            old = [r[0] for r in c.execute("SELECT id FROM pganon.release ORDER BY id")]
+            assert len(old) == 2
+            for rid in old:
+                failed = c.execute('SELECT "check", detail FROM pganon.verify(%s) WHERE NOT passed', (rid,)).fetchall()
+                assert failed == [], (rid, failed)
         rid = publish(c, "table1", "mbf_mslf", promote=True)
         assert c.execute("SELECT status FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0] == "current"
         assert all(p for _, p, _ in c.execute('SELECT "check", passed, detail FROM pganon.verify(%s)', (rid,)))

@@ -93,7 +93,7 @@ def _outside_env(**extra) -> dict:
 
 def test_the_wheel_carries_the_engine_sql_and_migrations(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    want = {f"pganon/sql/{p.name}" for p in (ROOT / "sql").glob("*.sql")}
+    want = {f"pganon/sql/{p.relative_to(ROOT / 'sql').as_posix()}" for p in (ROOT / "sql").rglob("*.sql")}
     want |= {f"pganon/migrations/versions/{p.name}" for p in (ROOT / "migrations" / "versions").glob("*.py")}
     want |= {"pganon/migrations/env.py", "pganon/migrations/script.py.mako", "pganon/data/table1.csv"}
     want |= {f"pganon_engine/{p.relative_to(ROOT / 'plpython' / 'pganon_engine')}"

@@ -14,19 +14,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pganon_engine.methods.anatomy import anatomize as an
-from pganon_engine.methods.bucketization import bucketize as bz
+from pganon_engine.methods.bucketization import runs
 from pganon_engine.methods.bucketization import family as lsl
 from pganon_engine.core.errors import EngineError
 
 
 def groups(plan):
     """Per group id, the set of (bucket, FIFO rank) it receives."""
-    return [frozenset(g) for g in bz.expand(plan)]
+    return [frozenset(g) for g in runs.expand(plan)]
 
 
 def compositions(plan):
     """The multiset of groups as bucket sets (ids and ranks ignored)."""
-    return Counter(frozenset(b for b, _ in g) for g in bz.expand(plan))
+    return Counter(frozenset(b for b, _ in g) for g in runs.expand(plan))
 
 
 def check_anatomy(plan, sizes, size):
@@ -34,7 +34,7 @@ def check_anatomy(plan, sizes, size):
     different buckets; each bucket's first (size - suppressed) records are placed exactly once;
     n_groups = floor(published / size)."""
     eff = [s - x for s, x in zip(sizes, plan.suppressed)]
-    got = bz.expand(plan)
+    got = runs.expand(plan)
     assert len(got) == plan.n_groups
     for g in got:
         bs = [b for b, _ in g]
@@ -221,7 +221,7 @@ def test_random_residue_draws_among_eligible_groups():
     for seed in range(60):
         p = an.plan([2, 2, 2, 2, 1], 2, residue="random", seed=seed)
         check_anatomy(p, [2, 2, 2, 2, 1], 2)
-        (g,) = [i for i, grp in enumerate(bz.expand(p)) if any(b == 4 for b, _ in grp)]
+        (g,) = [i for i, grp in enumerate(runs.expand(p)) if any(b == 4 for b, _ in grp)]
         seen.add(g)
     assert seen == set(range(4))
 
@@ -232,7 +232,7 @@ def test_random_ties_follow_one_seeded_priority_order():
     firsts = set()
     for seed in range(30):
         p = an.plan([1] * 6, 2, tie="random", seed=seed, order="creation")
-        firsts.add(frozenset(b for b, _ in bz.expand(p)[0]))
+        firsts.add(frozenset(b for b, _ in runs.expand(p)[0]))
     assert len(firsts) > 1
 
 

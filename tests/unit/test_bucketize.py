@@ -1,4 +1,4 @@
-"""Unit tests for pganon_engine.methods.bucketization.bucketize (spec 000-lsl-diversity.md, sections 3, 6 and 8.A)."""
+"""Unit tests for the bucketization planner, pganon_engine.methods.bucketization (spec 000-lsl-diversity.md, sections 3, 6 and 8.A)."""
 
 import csv
 import io
@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pganon_engine.methods.bucketization import bucketize as bz
+from pganon_engine.methods.bucketization import inputs, reference, runs
+from pganon_engine.methods.bucketization.residual import residual_fast
 
 L3 = {0: 1, 1: 2, 2: 3}
 
@@ -56,14 +58,14 @@ def table1():
 
 def record_groups(p, members):
     """Groups as lists of record ids (pick order when the plan kept it)."""
-    return [[members[b][r] for b, r in G] for G in bz.expand(p)]
+    return [[members[b][r] for b, r in G] for G in runs.expand(p)]
 
 
 def partition(p, members):
     return frozenset(frozenset(G) for G in record_groups(p, members))
 
 
-ALGOS = [(v, m) for m in (True, False) for v in bz.VARIANTS]
+ALGOS = [(v, m) for m in (True, False) for v in inputs.VARIANTS]
 
 
 # --------------------------------------------------------------------------------------------
@@ -98,7 +100,7 @@ def check_plan(p, sizes, values, levels, L, mslf, baseline_l=None):
             baseline_l = L[max(present)] if present else 1
         lev, LL = (lambda j, v: 0), {0: baseline_l}
     seen = Counter()
-    for G in bz.expand(p):
+    for G in runs.expand(p):
         vecs = [tuple(values[b * d:(b + 1) * d]) for b, _ in G]
         assert is_lsl_diverse(vecs, lev, LL), (G, vecs)
         seen.update(G)
@@ -126,7 +128,7 @@ def test_table1_buckets_and_capacities():
     assert keys == [("John", "Flu"), ("John", "Pneumonia"), ("Mary", "Cancer"), ("Bob", "Flu"),
                     ("Bob", "Pneumonia"), ("Anne", "Gastritis"), ("John", "Gastritis"),
                     ("Sam", "HIV"), ("Mary", "Flu")]
-    caps = bz.capacities(sizes, values)
+    caps = inputs.capacities(sizes, values)
     phys = {names[0][c]: n for c, n in caps[0].items()}
     dis = {names[1][c]: n for c, n in caps[1].items()}
     assert phys == {"John": 3, "Bob": 2, "Anne": 1, "Sam": 1, "Mary": 2}
@@ -137,9 +139,9 @@ def test_table1_buckets_and_capacities():
 
 def test_table1_selectivities():
     sizes, values, *_ = table1()
-    assert bz.selectivity("mbf", sizes, values) == [1] * 9
-    assert bz.selectivity("msdcf", sizes, values) == [4, 4, 3, 4, 3, 3, 4, 2, 4]
-    assert bz.selectivity("mmdcf", sizes, values) == [7, 6, 4, 6, 5, 4, 6, 3, 6]
+    assert inputs.selectivity("mbf", sizes, values) == [1] * 9
+    assert inputs.selectivity("msdcf", sizes, values) == [4, 4, 3, 4, 3, 3, 4, 2, 4]
+    assert inputs.selectivity("mmdcf", sizes, values) == [7, 6, 4, 6, 5, 4, 6, 3, 6]
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,7 +159,7 @@ EXPECTED_63 = {
 
 
 @pytest.mark.parametrize("variant,mslf", ALGOS)
-@pytest.mark.parametrize("impl", [bz.plan, bz.plan_reference])
+@pytest.mark.parametrize("impl", [bz.plan, reference.plan_reference])
 def test_table1_expected_outputs(impl, variant, mslf):
     sizes, values, levels, members, _ = table1()
     p = impl(sizes, values, levels, L3, variant, mslf=mslf, keep_order=True)
@@ -212,7 +214,7 @@ def test_table1_random_tie_invariants(variant, mslf):
         assert p == bz.plan(sizes, values, levels, L3, variant, mslf=mslf, tie="random",
                             seed=seed)
         if seed < 20:
-            assert p == bz.plan_reference(sizes, values, levels, L3, variant, mslf=mslf,
+            assert p == reference.plan_reference(sizes, values, levels, L3, variant, mslf=mslf,
                                           tie="random", seed=seed)
     assert seen <= triples
     assert len(parts) <= max_parts
@@ -223,16 +225,16 @@ def test_table1_random_tie_invariants(variant, mslf):
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", bz.VARIANTS)
+@pytest.mark.parametrize("variant", inputs.VARIANTS)
 def test_edge_a_all_level_0(variant):
     sizes, values, _, _, _ = table1()
     levels = [0] * len(values)
     p = bz.plan(sizes, values, levels, L3, variant)
     assert p.n_groups == 9 and p.group_l == [1] * 9
-    assert sorted(len(G) for G in bz.expand(p)) == [1] * 9
+    assert sorted(len(G) for G in runs.expand(p)) == [1] * 9
     m = bz.metrics_from_plan(p, sizes, values, levels, L3)
     assert m == {"ail": 0, "sr": 0}
-    assert p == bz.plan_reference(sizes, values, levels, L3, variant)
+    assert p == reference.plan_reference(sizes, values, levels, L3, variant)
 
 
 @pytest.mark.parametrize("variant,mslf", ALGOS)
@@ -243,10 +245,10 @@ def test_edge_b_rolled_back_group(variant, mslf):
     assert p.n_groups == 0 and p.runs == [] and p.suppressed == [1, 1]
     assert p.main_picks == 0 and p.n_suppressed == 2
     assert bz.metrics_from_plan(p, sizes, values, levels, L3, mslf=mslf) == {"ail": 0, "sr": 1}
-    assert p == bz.plan_reference(sizes, values, levels, L3, variant, mslf=mslf)
+    assert p == reference.plan_reference(sizes, values, levels, L3, variant, mslf=mslf)
 
 
-@pytest.mark.parametrize("variant", bz.VARIANTS)
+@pytest.mark.parametrize("variant", inputs.VARIANTS)
 @pytest.mark.parametrize("level,tie", [(1, "first"), (2, "first"), (2, "random")])
 def test_edge_c_uniform_levels_reproduce_baseline(variant, level, tie):
     rng = random.Random(level)
@@ -296,7 +298,7 @@ def test_property_fast_equals_reference_and_models_hold(table, seed):
             s = seed if tie == "random" else None
             fast = bz.plan(sizes, values, levels, L, variant, mslf=mslf, tie=tie, seed=s,
                            keep_order=True)
-            ref = bz.plan_reference(sizes, values, levels, L, variant, mslf=mslf, tie=tie,
+            ref = reference.plan_reference(sizes, values, levels, L, variant, mslf=mslf, tie=tie,
                                     seed=s, keep_order=True)
             assert fast == ref, (variant, mslf, tie)
             check_plan(fast, sizes, values, levels, L, mslf)
@@ -312,7 +314,7 @@ def test_property_fast_equals_reference_larger(table):
     sizes, values, levels, L = table
     for variant, mslf in ALGOS:
         fast = bz.plan(sizes, values, levels, L, variant, mslf=mslf, keep_order=True)
-        ref = bz.plan_reference(sizes, values, levels, L, variant, mslf=mslf, keep_order=True)
+        ref = reference.plan_reference(sizes, values, levels, L, variant, mslf=mslf, keep_order=True)
         assert fast == ref, (variant, mslf)
         check_plan(fast, sizes, values, levels, L, mslf)
 
@@ -362,10 +364,10 @@ def test_property_min_group_bounds_every_vector_and_refusals_are_sound(table, mi
             s = seed if tie == "random" else None
             p = bz.plan(sizes, values, levels, L, variant, mslf=mslf, baseline_l=base, tie=tie, seed=s,
                         min_group=min_group, keep_order=True)
-            assert p == bz.plan_reference(sizes, values, levels, L, variant, mslf=mslf, baseline_l=base, tie=tie,
+            assert p == reference.plan_reference(sizes, values, levels, L, variant, mslf=mslf, baseline_l=base, tie=tie,
                                           seed=s, min_group=min_group, keep_order=True), (variant, mslf, tie)
             check_plan(p, sizes, values, levels, L, mslf, baseline_l=base)
-            for G in bz.expand(p):
+            for G in runs.expand(p):
                 assert len(G) >= min_group
                 assert max(Counter(b for b, _ in G).values()) * min_group <= len(G)
             if bz.blocked_dimension(sizes, values, levels, L, mslf=mslf, baseline_l=base,
@@ -373,7 +375,7 @@ def test_property_min_group_bounds_every_vector_and_refusals_are_sound(table, mi
                 assert p.n_groups == 0 and p.n_suppressed == sum(sizes), (variant, mslf)
 
 
-@pytest.mark.parametrize("variant", bz.VARIANTS)
+@pytest.mark.parametrize("variant", inputs.VARIANTS)
 def test_min_group_fits_the_group_size_where_the_papers_size_fits_none(variant):
     """A18: with min_group = 2 the level-0-only buckets (a, 0) and (b, 0) no longer form groups
     of one, and a binary SA with l = 2 on both values admits only even groups once a level-1
@@ -387,7 +389,7 @@ def test_min_group_fits_the_group_size_where_the_papers_size_fits_none(variant):
     assert bz.plan(sizes, values, levels, L, variant).n_groups == 0
     fit = bz.plan(sizes, values, levels, L3, variant, min_group=2, keep_order=True)
     assert fit.n_groups > 0 and min(fit.group_l) >= 2 and fit.n_suppressed < sum(sizes)
-    for G in bz.expand(fit):
+    for G in runs.expand(fit):
         assert max(Counter(b for b, _ in G).values()) * 2 <= len(G)
     check_plan(fit, sizes, values, levels, L3, True)
     # min_group = 1 is the paper, exactly
@@ -403,7 +405,7 @@ def test_runs_are_coalesced():
     assert p.runs[0] == (0, 0, 41)
     assert p.runs[1:5] == [(1, 41, 1), (0, 42, 1), (1, 43, 1), (0, 44, 1)]
     assert p.run_lists()[2][0] == 41
-    assert p == bz.plan_reference([50, 10], [0, 1], [0, 0], L3, "mbf")
+    assert p == reference.plan_reference([50, 10], [0, 1], [0, 0], L3, "mbf")
 
 
 def test_levels_need_not_be_contiguous_and_l_as_list():
@@ -414,9 +416,9 @@ def test_levels_need_not_be_contiguous_and_l_as_list():
     lev_of = {(j, c): rng.choice([0, 5, 7]) for j in range(d) for c in range(3)}
     levels = [lev_of[(i % d, values[i])] for i in range(B * d)]
     L = {0: 1, 5: 2, 7: 3}
-    for variant in bz.VARIANTS:
+    for variant in inputs.VARIANTS:
         a = bz.plan(sizes, values, levels, L, variant)
-        assert a == bz.plan_reference(sizes, values, levels, L, variant)
+        assert a == reference.plan_reference(sizes, values, levels, L, variant)
         check_plan(a, sizes, values, levels, L, True)
     # a list indexed by level works too
     lv = [0 if x == 0 else 1 for x in levels]
@@ -435,7 +437,7 @@ def test_residual_phase_places_and_suppresses():
     found_residual = False
     for variant, mslf in ALGOS:
         p = bz.plan(sizes, values, levels, L3, variant, mslf=mslf)
-        assert p == bz.plan_reference(sizes, values, levels, L3, variant, mslf=mslf)
+        assert p == reference.plan_reference(sizes, values, levels, L3, variant, mslf=mslf)
         check_plan(p, sizes, values, levels, L3, mslf)
         found_residual |= p.residual_placed > 0
         m = bz.metrics_from_plan(p, sizes, values, levels, L3, mslf=mslf)
@@ -446,16 +448,16 @@ def test_residual_phase_places_and_suppresses():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(1, 3), max_size=30), st.data())
 def test_run_builder_from_picks_equals_adding_one_by_one(group_l, data):
-    """`_RunBuilder.from_picks` (numpy) builds the same runs and per-bucket state as `add`."""
+    """`RunBuilder.from_picks` (numpy) builds the same runs and per-bucket state as `add`."""
     B = 4
     order = [data.draw(st.integers(0, B - 1)) for _ in range(sum(group_l))]
-    ref = bz._RunBuilder(B)
+    ref = runs.RunBuilder(B)
     pos = 0
     for g, lg in enumerate(group_l):
         for b in order[pos:pos + lg]:
             ref.add(b, g)
         pos += lg
-    fast, pb, pg = bz._RunBuilder.from_picks(array("q", order), group_l, B)
+    fast, pb, pg = runs.RunBuilder.from_picks(array("q", order), group_l, B)
     assert (fast.rb, fast.rg, fast.rc, fast.last) == (ref.rb, ref.rg, ref.rc, ref.last)
     assert pb.tolist() == order
     assert pg.tolist() == [g for g, lg in enumerate(group_l) for _ in range(lg)]
@@ -476,10 +478,10 @@ def test_residual_counts_widen_past_int16():
     B = len(sizes)
     values = list(range(B))
     levels = [1] * B
-    inp = bz._prepare(sizes, values, levels, {0: 1, 1: 2}, "mbf", True, None, "first", None)
+    inp = inputs.prepare(sizes, values, levels, {0: 1, 1: 2}, "mbf", True, None, "first", None)
     size = [0, 0] + sizes[2:]  # buckets 0 and 1 formed group 0 in the main phase
-    rb, pb, pg = bz._RunBuilder.from_picks(array("q", [0, 1]), [2], B)
-    suppressed, placed, residual = bz._residual_fast(inp, list(size), [2], rb, True, pb, pg)
+    rb, pb, pg = runs.RunBuilder.from_picks(array("q", [0, 1]), [2], B)
+    suppressed, placed, residual = residual_fast(inp, list(size), [2], rb, True, pb, pg)
     # plain first fit, record by record (A9), on the single group
     cnt, gsize, expect = Counter({0: 1, 1: 1}), 2, []
     for b in range(B):
@@ -524,7 +526,7 @@ def test_errors(kwargs, match):
     args = dict(sizes=[1, 1], values=[0, 0, 0, 1], levels=[1, 2, 1, 2], l_of_level=L3,
                 variant="mbf")
     args.update(kwargs)
-    for impl in (bz.plan, bz.plan_reference):
+    for impl in (bz.plan, reference.plan_reference):
         with pytest.raises(ValueError, match=match):
             impl(**args)
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pganon_engine.methods.person import danonyir as D
 from pganon_engine.methods.person import geneir as G
 from pganon_engine.metrics import ir_metrics as IM
-from pganon_engine.models import ir_models as M
+from pganon_engine.models import hitting_sets as HS, ir_models as M, ir_states as IS
 from pganon_engine.core.errors import EngineError
 from pganon_engine.hierarchy.tree import Hierarchy
 
@@ -97,7 +97,7 @@ def test_danonyir_kl_passes_the_vulnerable_class_and_handles_tina():
     closes = steps(r, "close")
     assert [set(c[1]) for c in closes] == [{"Ella", "Lucy", "Jane"}, {"Tim", "Mike", "Lily"}]
     mid = {p: v for p, _, v in TABLE2 if p in closes[1][1]}
-    assert M.ir_kl(mid, 3, 3) and M.min_hs_size([set(v) for v in mid.values()]) == 2  # vulnerable
+    assert M.ir_kl(mid, 3, 3) and HS.min_hs_size([set(v) for v in mid.values()]) == 2  # vulnerable
     (handle,) = steps(r, "handle")
     name, target, dist, cost = handle
     assert (name, target, cost) == ("Tina", 2, 3)
@@ -424,7 +424,7 @@ def test_nearest_scan_is_bit_identical_to_the_row_sum_scan(n, dn, dc, seed):
     sas = [["a"] * int(rng.integers(1, 4)) for _ in range(n)]
     sp = D._Space(IM.domains_of(qis, kinds, qrows), qrows, sas)
     rem = D._Remaining(sp, list(rng.permutation(n)))
-    q = D._Class(sp, M.make_state("kl", {"k": 99, "l": 1}))
+    q = D._Class(sp, IS.make_state("kl", {"k": 99, "l": 1}))
     for i in rng.choice(n, size=min(n, 3), replace=False):
         q.add(int(i), sas[int(i)])
     for i in rng.choice(n, size=n // 3, replace=False):

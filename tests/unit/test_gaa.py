@@ -1,4 +1,5 @@
-"""Unit tests for pganon_engine.methods.generalization.gaa (spec 001-metrics-strategies.md §2-3, §7.1 items 3, 5, 7, 8).
+"""Unit tests for pganon_engine.methods.generalization.gaa and its modules gaa_run, gaa_strategies,
+gaa_measures (spec 001-metrics-strategies.md §2-3, §7.1 items 3, 5, 7, 8).
 
 Fixtures: the §2.4 trace on Table 1 (Figure 2 weights, first-id ties), the seven-metric
 outcomes including the NCP/LLM snowball, the §3.1/3.2 privacy measures on T_ano, and hand-worked
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine.methods.generalization import gaa
+from pganon_engine.methods.generalization import gaa, gaa_measures, gaa_run, gaa_strategies
 from pganon_engine.metrics import infoloss as il
 from pganon_engine.core.errors import EngineError
 from pganon_engine.hierarchy.tree import Hierarchy
@@ -193,35 +194,35 @@ GLOBAL = {"Cold": 2, "Bronchitis": 2, "Conjunctivitis": 1, "Broken paw": 2, "Ang
 
 def test_l_div_of_t_ano_and_t_star():
     for h in T_ANO_CLASSES:
-        assert gaa.l_div_class(h) == pytest.approx(2 * math.sqrt(2), rel=1e-12)
-    assert gaa.l_div_table(T_ANO_CLASSES) == pytest.approx(2.8284, abs=1e-4)
-    assert gaa.l_div_class(GLOBAL) == pytest.approx(4.7568, abs=1e-4)
-    assert gaa.l_div_class({"x": 5}) == 1
+        assert gaa_measures.l_div_class(h) == pytest.approx(2 * math.sqrt(2), rel=1e-12)
+    assert gaa_measures.l_div_table(T_ANO_CLASSES) == pytest.approx(2.8284, abs=1e-4)
+    assert gaa_measures.l_div_class(GLOBAL) == pytest.approx(4.7568, abs=1e-4)
+    assert gaa_measures.l_div_class({"x": 5}) == 1
 
 
 def test_t_clo_of_t_ano_and_t_star():
     for h in T_ANO_CLASSES:
-        assert gaa.t_clo_class(h, GLOBAL) == F(3, 4)
-    assert gaa.t_clo_table(T_ANO_CLASSES) == F(3, 4)
-    assert gaa.t_clo_table(T_ANO_CLASSES, tclo_scale="tv") == F(3, 8)
-    assert gaa.t_clo_table([GLOBAL]) == 0
-    assert gaa.t_clo_class({"Cold": 1}, GLOBAL) == 2 * (1 - F(2, 8))  # pure class: 2 (1 - p)
+        assert gaa_measures.t_clo_class(h, GLOBAL) == F(3, 4)
+    assert gaa_measures.t_clo_table(T_ANO_CLASSES) == F(3, 4)
+    assert gaa_measures.t_clo_table(T_ANO_CLASSES, tclo_scale="tv") == F(3, 8)
+    assert gaa_measures.t_clo_table([GLOBAL]) == 0
+    assert gaa_measures.t_clo_class({"Cold": 1}, GLOBAL) == 2 * (1 - F(2, 8))  # pure class: 2 (1 - p)
 
 
 def test_l_div_adult_marital_status():
     """§3.1 derived check: the 30,162-row Adult marital-status counts give exp(H) = 3.5302."""
     counts = [14065, 9726, 4214, 939, 827, 370, 21]
     assert sum(counts) == 30162
-    assert round(gaa.l_div_class(counts), 4) == 3.5302
+    assert round(gaa_measures.l_div_class(counts), 4) == 3.5302
 
 
 def test_measures_refuse_bad_input():
     with pytest.raises(EngineError):
-        gaa.l_div_class({})
+        gaa_measures.l_div_class({})
     with pytest.raises(EngineError):
-        gaa.t_clo_class({"Flu": 1}, GLOBAL)
+        gaa_measures.t_clo_class({"Flu": 1}, GLOBAL)
     with pytest.raises(EngineError):
-        gaa.t_clo_class(GLOBAL, GLOBAL, tclo_scale="emd")
+        gaa_measures.t_clo_class(GLOBAL, GLOBAL, tclo_scale="emd")
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,7 +366,7 @@ def reference(tuples, counts, hs, k, met, strategy="S1", hists=None, scope="tabl
 
         def argmax_l(xs):
             best = max(pv(x)[0] for x in xs)
-            return [x for x in xs if pv(x)[0] >= best - gaa.ENTROPY_TOL]
+            return [x for x in xs if pv(x)[0] >= best - gaa_strategies.ENTROPY_TOL]
 
         def by_cost(x):
             return cost[x]
@@ -383,7 +384,7 @@ def reference(tuples, counts, hs, k, met, strategy="S1", hists=None, scope="tabl
         elif strategy == "S4":
             v = {x: float(cost[x]) / math.exp(pv(x)[0]) for x in cands}
             best = min(v.values())
-            d = [x for x in cands if v[x] <= best * (1 + gaa.RATIO_TOL)]
+            d = [x for x in cands if v[x] <= best * (1 + gaa_strategies.RATIO_TOL)]
         elif strategy == "S5":
             d = argmin(cands, by_cost)
             d = argmin(d, by_t) if len(d) > 1 else d
@@ -556,8 +557,8 @@ def test_fallbacks_beyond_int64_match_reference(monkeypatch):
     """With the int64 bounds forced down, costs, t_clo numerators and tuple keys take the
     Python-int paths and entropies the direct log path; choices must not change."""
     monkeypatch.setattr(il, "_INT64_SAFE", 1)
-    monkeypatch.setattr(gaa, "_SAFE", 1)
-    monkeypatch.setattr(gaa, "_XLOGX_MAX", 0)
+    monkeypatch.setattr(gaa_run, "_SAFE", 1)
+    monkeypatch.setattr(gaa_run, "_XLOGX_MAX", 0)
     res = gaa.gaa(TUPLES, COUNTS, HS, 4, metric=fig2(), trace=True)
     assert trace_rows(res)[0] == (0, 1, 8, ("F", "Mammal"), 4, False)
     assert fig2().scaled()[0].dtype == object
@@ -593,8 +594,8 @@ def test_huge_denominators_stay_exact():
 def test_small_pools_and_vector_paths_match_reference(strategy, monkeypatch):
     """A pool of 4 extreme classes (refilled all the time) and the numpy paths for every
     candidate set (ancestor filters for fusion, vector untouched-extreme search)."""
-    monkeypatch.setattr(gaa._Pool, "SIZE", 4)
-    monkeypatch.setattr(gaa, "_FEW", 0)
+    monkeypatch.setattr(gaa_strategies.Pool, "SIZE", 4)
+    monkeypatch.setattr(gaa_strategies, "_FEW", 0)
     merges = 0
     for i in range(12):
         rnd = random.Random(1000 * i + gaa.STRATEGIES.index(strategy))
@@ -649,10 +650,10 @@ def test_pool_size_and_thresholds_do_not_change_results(strategy, scope, monkeyp
     runs = []
     for size, few, bound in ((4, 0, True), (32, 16, True), (10 ** 9, 10 ** 9, True),
                              (32, 16, False)):
-        monkeypatch.setattr(gaa._Pool, "SIZE", size)
-        monkeypatch.setattr(gaa, "_FEW", few)
+        monkeypatch.setattr(gaa_strategies.Pool, "SIZE", size)
+        monkeypatch.setattr(gaa_strategies, "_FEW", few)
         if not bound:
-            monkeypatch.setattr(gaa._Run, "_exact_set", lambda self, s, x1: np.arange(s))
+            monkeypatch.setattr(gaa_strategies.Strategies, "_exact_set", lambda self, s, x1: np.arange(s))
         res = gaa.gaa(tuples, counts, hs, 6, metric="nllm", strategy=strategy,
                       histograms=hists, privacy_scope=scope, trace=True)
         _check_output(res, hs, tuples, counts, 6)
@@ -669,7 +670,7 @@ def test_pool_keeps_the_extreme_classes(values, largest, data):
     value changes, a slot is emptied and the last one moves in, two slots swap."""
     vals = np.array(values)
     live = len(vals)
-    pool = gaa._Pool(vals, largest)
+    pool = gaa_strategies.Pool(vals, largest)
     pool.SIZE = 4
     for _ in range(30):
         op = data.draw(st.sampled_from(["best", "change", "remove", "swap"]))

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pganon_engine.metrics import ir_metrics as M
+from pganon_engine.metrics import estimate
 from pganon_engine.metrics import workload as W
 from pganon_engine.core.errors import EngineError
 from pganon_engine.hierarchy.tree import Hierarchy
@@ -240,7 +241,7 @@ def test_query_estimates_of_4_10(rel, est, rel_err):
     got = M.estimates(q, rel)
     assert got == pytest.approx([float(x) for x in est], abs=1e-12)
     assert M.relative_errors([1, 1, 1], got) == pytest.approx([float(x) for x in rel_err], abs=1e-12)
-    err = W.query_error(q, np.ones(3), got)
+    err = estimate.query_error(q, np.ones(3), got)
     assert err.mean == pytest.approx(float(sum(rel_err)) / 3) and err.used == 3
 
 

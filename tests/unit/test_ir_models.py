@@ -1,4 +1,5 @@
-"""Unit tests for pganon_engine.models.ir_models (spec 002 §2.3-2.9, §3.3-3.4, §6 items 1-7).
+"""Unit tests for pganon_engine.models.ir_models, hitting_sets and ir_states (spec 002 §2.3-2.9,
+§3.3-3.4, §6 items 1-7).
 
 Fixtures: the paper's Table 2 patients grouped as Tables 3 and 4 (the §4.4 per-class table),
 the BHS example of §4.9 and Def. 3.5's example.  Properties: the hitting-set and counting tests
@@ -12,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine.models import ir_models as M
+from pganon_engine.models import hitting_sets as HS, ir_models as M, ir_states as IS
 from pganon_engine.core.errors import EngineError
+from pganon_engine.core.interrupts import ticking
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -67,8 +69,8 @@ def test_table_4_4_counts(row):
     assert s.max_value_records == s.max_value_persons == maxsen
     assert Fraction(s.max_value_records, s.n_records) == sen_rec
     assert Fraction(s.max_value_persons, s.n_persons) == sen_per
-    assert M.min_hs_size([set(v) for v in cls.values()]) == mhs
-    assert len(M.min_hitting_set([set(v) for v in cls.values()])) == mhs
+    assert HS.min_hs_size([set(v) for v in cls.values()]) == mhs
+    assert len(HS.min_hitting_set([set(v) for v in cls.values()])) == mhs
 
 
 @pytest.mark.parametrize("row", TABLE_4_4, ids=["T3-Q1", "T3-Q2", "T4-Q1", "T4-Q2", "intermediate"])
@@ -88,7 +90,7 @@ def test_table3_q2_is_ir_but_not_eir():
     """The paper's motivating claim: Q2 of Table 3 meets IR (3,3) and IR (0.4,0.6) but every
     person in it has Hypertension: min-HS = {Hypertension}, and 3/3 = 1 > 0.6."""
     cls = values_of(T3Q2)
-    assert M.min_hitting_set([set(v) for v in cls.values()]) == {"Hypertension"}
+    assert HS.min_hitting_set([set(v) for v in cls.values()]) == {"Hypertension"}
     assert M.ir_kl(cls, 3, 3) and M.ir_ab(cls, 0.4, 0.6)
     assert not M.eir_l(cls, 3) and not M.eir_ab(cls, 0.4, 0.6)
     assert M.eir_l(cls, 1) and not M.eir_l(cls, 2)
@@ -170,12 +172,12 @@ def test_min_hs_equals_min_distinct_over_reasoning_sets(persons):
     cls = dict(enumerate(persons))
     brute = M.brute_min_distinct(cls)
     fam = [set(v) for v in persons]
-    assert M.min_hs_size(fam) == brute
-    h = M.min_hitting_set(fam)
+    assert HS.min_hs_size(fam) == brute
+    h = HS.min_hitting_set(fam)
     assert len(h) == brute and all(h & s for s in fam)
     for l in range(1, 8):
         assert M.eir_l(cls, l) is (brute >= l)
-        assert M.min_hs_size(fam, cap=l) == min(brute, l)
+        assert HS.min_hs_size(fam, cap=l) == min(brute, l)
 
 
 @PROPS
@@ -196,14 +198,14 @@ def test_eir_ab_equals_brute_force_over_reasoning_sets(persons, a, b):
 def test_bhs_and_berge_contain_a_minimum_hitting_set(persons):
     fam = [set(v) for v in persons]
     brute = M.brute_min_distinct(dict(enumerate(persons)))
-    for family in (M.bhs(fam), M.minimal_hitting_sets(fam)):
+    for family in (HS.bhs(fam), HS.minimal_hitting_sets(fam)):
         assert all(all(h & s for s in fam) for h in family)
         assert min(len(h) for h in family) == brute
-    berge = M.minimal_hitting_sets(fam)
+    berge = HS.minimal_hitting_sets(fam)
     # BHS (the paper's Algorithm 3, literally) may return a non-minimal hitting set (hypothesis
     # found {1, 4, 6} for [[0,2,6],[0,1,2,6],[0,3,4,5],[1,2,3,4],[6,0,1]], where {4, 6} hits all):
     # what it promises is a family that contains a minimum one; its smallest sets are minimal
-    bhs = M.bhs(fam)
+    bhs = HS.bhs(fam)
     assert all(any(b <= h for b in berge) for h in bhs)
     assert {h for h in bhs if len(h) == brute} <= set(berge)
     # Berge's family is every minimal hitting set: check against all subsets of the values
@@ -219,7 +221,7 @@ def test_bhs_and_berge_contain_a_minimum_hitting_set(persons):
 @PROPS
 @given(CLASS, st.integers(1, 6))
 def test_incremental_el_equals_batch(persons, l):
-    stt = M.make_state("el", {"l": l})
+    stt = IS.make_state("el", {"l": l})
     for i, v in enumerate(persons):
         before = stt.would_hold(v)
         got = stt.add(v)
@@ -232,7 +234,7 @@ def test_incremental_el_equals_batch(persons, l):
 @given(CLASS, st.integers(1, 10), st.integers(1, 10), st.sampled_from(["ab", "eab", "kl"]))
 def test_incremental_counting_states_equal_batch(persons, a, b, model):
     params = {"alpha": Fraction(a, 10), "beta": Fraction(b, 10)} if model != "kl" else {"k": a % 5 + 1, "l": b % 6 + 1}
-    stt = M.make_state(model, params)
+    stt = IS.make_state(model, params)
     for i, v in enumerate(persons):
         assert stt.would_hold(v) is M.holds(model, params, dict(enumerate(persons[:i + 1])))
         assert stt.add(v) is M.holds(model, params, dict(enumerate(persons[:i + 1])))
@@ -242,7 +244,7 @@ def test_incremental_counting_states_equal_batch(persons, a, b, model):
 @given(CLASS, CLASS, st.sampled_from(["kl", "el", "ab", "eab"]))
 def test_merge_equals_feeding_one_by_one(p1, p2, model):
     params = {"kl": KL, "el": EL}.get(model, AB)
-    a, b = M.make_state(model, params), M.make_state(model, params)
+    a, b = IS.make_state(model, params), IS.make_state(model, params)
     for v in p1:
         a.add(v)
     for v in p2:
@@ -268,14 +270,14 @@ PSI_49 = [{"x1", "x3"}, {"x1", "x3", "x5"}, {"x1", "x6"}, {"x3", "x5"}, {"x5", "
 
 
 def test_bhs_reproduces_the_papers_three_sets():
-    assert M.bhs(PSI_49) == [frozenset({"x1", "x4", "x5"}), frozenset({"x3", "x4", "x5", "x6"}),
+    assert HS.bhs(PSI_49) == [frozenset({"x1", "x4", "x5"}), frozenset({"x3", "x4", "x5", "x6"}),
                              frozenset({"x3", "x4", "x6", "x7"})]
-    assert M.min_hs_size(PSI_49) == 3
-    assert M.min_hitting_set(PSI_49) == {"x1", "x4", "x5"}
+    assert HS.min_hs_size(PSI_49) == 3
+    assert HS.min_hitting_set(PSI_49) == {"x1", "x4", "x5"}
 
 
 def test_every_minimal_hitting_set_of_4_9_includes_the_one_bhs_misses():
-    assert M.minimal_hitting_sets(PSI_49) == [
+    assert HS.minimal_hitting_sets(PSI_49) == [
         frozenset({"x1", "x4", "x5"}), frozenset({"x1", "x3", "x4", "x7"}),
         frozenset({"x3", "x4", "x5", "x6"}), frozenset({"x3", "x4", "x6", "x7"})]
 
@@ -283,35 +285,35 @@ def test_every_minimal_hitting_set_of_4_9_includes_the_one_bhs_misses():
 def test_bhs_common_literal_shortcut_drops_minimal_sets():
     """Spec §3.3 caveat: {{x3,x5},{x5,x7}} gives only {x5}; {x3,x7} is also minimal."""
     fam = [{"x3", "x5"}, {"x5", "x7"}]
-    assert M.bhs(fam) == [frozenset({"x5"})]
-    assert M.minimal_hitting_sets(fam) == [frozenset({"x5"}), frozenset({"x3", "x7"})]
+    assert HS.bhs(fam) == [frozenset({"x5"})]
+    assert HS.minimal_hitting_sets(fam) == [frozenset({"x5"}), frozenset({"x3", "x7"})]
 
 
 def test_def_3_5_example():
     fam = [{"x2", "x3"}, {"x2", "x4"}, {"x1", "x2"}]
-    assert M.minimal_hitting_sets(fam) == [frozenset({"x2"}), frozenset({"x1", "x3", "x4"})]
-    assert M.min_hs_size(fam) == 1
-    assert M.bhs(fam) == [frozenset({"x2"})]
+    assert HS.minimal_hitting_sets(fam) == [frozenset({"x2"}), frozenset({"x1", "x3", "x4"})]
+    assert HS.min_hs_size(fam) == 1
+    assert HS.bhs(fam) == [frozenset({"x2"})]
 
 
 def test_empty_family_has_the_empty_hitting_set():
-    assert M.bhs([]) == [frozenset()]
-    assert M.min_hs_size([]) == 0 and M.min_hitting_set([]) == frozenset()
-    assert M.min_hs_at_least([], 0) and not M.min_hs_at_least([], 1)
+    assert HS.bhs([]) == [frozenset()]
+    assert HS.min_hs_size([]) == 0 and HS.min_hitting_set([]) == frozenset()
+    assert HS.min_hs_at_least([], 0) and not HS.min_hs_at_least([], 1)
 
 
 def test_forced_values_alone_decide_without_search():
     """Theorem 3.1's corollary: |S(P^sin)| >= l holds at once."""
     fam = [{"a"}, {"b"}, {"c"}, {"a", "x"}, {"y", "z"}]
-    assert M.min_hs_at_least(fam, 3) and M.min_hs_size(fam) == 4
-    assert not M.min_hs_at_least(fam, 5)
+    assert HS.min_hs_at_least(fam, 3) and HS.min_hs_size(fam) == 4
+    assert not HS.min_hs_at_least(fam, 5)
 
 
 def test_search_cost_is_bounded_by_l_on_a_large_class():
     """400 disjoint pairs: min-HS = 400, but asking for l = 6 only searches depth 5."""
     fam = [{2 * i, 2 * i + 1} for i in range(400)]
-    assert M.min_hs_at_least(fam, 6)
-    assert M.min_hs_size(fam, cap=6) == 6
+    assert HS.min_hs_at_least(fam, 6)
+    assert HS.min_hs_size(fam, cap=6) == 6
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,7 +326,7 @@ def fs(*sets):
 
 
 def test_running_example_ec1_hitting_sets():
-    stt = M.make_state("el", EL)
+    stt = IS.make_state("el", EL)
     assert stt.add(["Leukaemia", "Heart"]) is False  # Ella
     assert stt.hitting_sets() == fs({"Heart"}, {"Leukaemia"})
     assert stt.add(["Syphilis"]) is False  # Lucy
@@ -337,7 +339,7 @@ def test_running_example_ec1_hitting_sets():
 
 
 def test_running_example_ec2_hitting_sets():
-    stt = M.make_state("el", EL)
+    stt = IS.make_state("el", EL)
     steps = [(["Hypertension"], {"Hypertension"}, False),  # Tim
              (["Hypertension", "Heart"], {"Hypertension"}, False),  # Mike
              (["Cancer"], {"Hypertension", "Cancer"}, False),  # Lily
@@ -349,9 +351,9 @@ def test_running_example_ec2_hitting_sets():
 
 
 def test_incremental_kl_and_eab_on_the_running_example():
-    kl = M.make_state("kl", KL)
+    kl = IS.make_state("kl", KL)
     assert [kl.add(v) for v in (["Hypertension"], ["Hypertension", "Heart"], ["Cancer"])] == [False, False, True]
-    eab = M.make_state("eab", AB)  # §4.6 trace: 2/2, 2/3, 2/5
+    eab = IS.make_state("eab", AB)  # §4.6 trace: 2/2, 2/3, 2/5
     assert [eab.add(v) for v in (["Leukaemia", "Heart"], ["Syphilis"], ["Hypertension", "Diabetes"])] == \
         [False, False, True]
 
@@ -448,17 +450,17 @@ def test_ticking_calls_back_during_searches_and_changes_nothing():
     """`ticking` lets the database interrupt a long hitting-set search; results are the same."""
     fam = [{"a", "b"}, {"c", "d"}, {"e", "f"}, {"a", "c"}, {"b", "e"}]
     calls = []
-    with M.ticking(lambda: calls.append(1)):
-        inside = (M.min_hs_size(fam), M.min_hs_at_least(fam, 4), M.check("el", {"l": 3}, [dict(enumerate(fam))]).value)
-    outside = (M.min_hs_size(fam), M.min_hs_at_least(fam, 4), M.check("el", {"l": 3}, [dict(enumerate(fam))]).value)
+    with ticking(lambda: calls.append(1)):
+        inside = (HS.min_hs_size(fam), HS.min_hs_at_least(fam, 4), M.check("el", {"l": 3}, [dict(enumerate(fam))]).value)
+    outside = (HS.min_hs_size(fam), HS.min_hs_at_least(fam, 4), M.check("el", {"l": 3}, [dict(enumerate(fam))]).value)
     assert calls and inside == outside == (3, False, {"l": 3})
     n = len(calls)
-    M.min_hs_size(fam)
+    HS.min_hs_size(fam)
     assert len(calls) == n  # restored on exit
 
 
 def test_ticking_propagates_an_interrupt():
     def stop():
         raise KeyboardInterrupt("cancel")
-    with pytest.raises(KeyboardInterrupt), M.ticking(stop):
-        M.min_hs_at_least([{"a", "b"}, {"c", "d"}, {"e", "f"}, {"a", "c"}, {"b", "e"}], 3)
+    with pytest.raises(KeyboardInterrupt), ticking(stop):
+        HS.min_hs_at_least([{"a", "b"}, {"c", "d"}, {"e", "f"}, {"a", "c"}, {"b", "e"}], 3)

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pganon_engine.metrics import joint, workload
+from pganon_engine.metrics import estimate, joint, workload
+from pganon_engine.metrics.ncp import ncp_percent
 
 NAMES = ["age", "sex", "disease", "drug"]
 KINDS = ["numeric", "categorical", "categorical", "categorical"]
@@ -183,11 +184,11 @@ def test_workload_cells_estimate_like_the_literal_cells(case, seed):
     if not rel.cells:
         return
     cells, weights = joint.workload_cells(orig, rel)
-    est = workload.estimated_counts(wl, cells, weights)
+    est = estimate.estimated_counts(wl, cells, weights)
     integer = doms[0].integer
 
     def frac(a, b, lo, hi, integer):
-        return float(workload._numeric_fraction(np.asarray(a), np.asarray(b), np.asarray(lo), np.asarray(hi), integer))
+        return float(estimate._numeric_fraction(np.asarray(a), np.asarray(b), np.asarray(lo), np.asarray(hi), integer))
     for qn, p in enumerate(preds):
         want = 0.0
         a, b = p["age"]
@@ -231,7 +232,7 @@ def test_ncp_cells_keep_a_numeric_multiset_as_its_range():
     assert [c[0] for c in whole] == [(20.0, 30.0), (25.0, 35.5)]
     expand = np.repeat(np.arange(len(orig.counts)), orig.counts.astype(int))
     doms = joint.workload_domains(orig, expand)
-    ncp = workload.ncp_percent([c[:2] for c in whole], [2, 2], doms[:2])
+    ncp = ncp_percent([c[:2] for c in whole], [2, 2], doms[:2])
     assert ncp == pytest.approx(100 * (2 * 10 / 15.5 + 2 * 10.5 / 15.5) / (4 * 2))
 
 
@@ -261,8 +262,8 @@ def test_projected_classes_estimate_the_shared_workload_like_the_whole_release(c
     except Exception as exc:  # a tiny table may leave no query with a record
         assert "found no record" in str(exc)
         return
-    whole = workload.prepare(doms, cells, weights)
-    projected = {j: workload.prepare(doms, *joint.project(cells, weights, n_qis, j)) for j, _ in wls}
+    whole = estimate.prepare(doms, cells, weights)
+    projected = {j: estimate.prepare(doms, *joint.project(cells, weights, n_qis, j)) for j, _ in wls}
     for j, wl in wls:
-        assert np.allclose(workload.estimated_counts(wl, whole), workload.estimated_counts(wl, projected[j]))
+        assert np.allclose(estimate.estimated_counts(wl, whole), estimate.estimated_counts(wl, projected[j]))
     assert joint.are(wls, lambda j: whole) == pytest.approx(joint.are(wls, projected.get))

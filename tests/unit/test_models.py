@@ -1,4 +1,5 @@
-"""Unit tests for pganon_engine.models.predicates (issue 4, point 5: privacy models, check).
+"""Unit tests for pganon_engine.models.predicates and the models beside it (aggregates, diversity,
+distances) (issue 4, point 5: privacy models, check).
 
 Fixtures: spec 001 §3.1-3.2 (Table 1 / T_ano), Li et al. 2007's salary example, and small
 tables whose values are derived by hand in the comments.  Properties: agreement with pyCANON
@@ -21,6 +22,9 @@ from pycanon import anonymity as pyc
 
 import pycanon_ref
 from pganon_engine.models import predicates as M
+from pganon_engine.models.aggregates import from_groups, from_rows
+from pganon_engine.models.distances import beta_likeness, delta_disclosure, t_closeness
+from pganon_engine.models.diversity import entropy_l, recursive_cl
 from pganon_engine.core.errors import EngineError
 
 pytestmark = pytest.mark.filterwarnings("ignore:In a future version, the keys of `groups`")
@@ -48,7 +52,7 @@ T_ANO = rows_of(["race", "disease"], [
 
 @pytest.fixture
 def t_ano():
-    return M.from_rows(T_ANO, ["race"], ["disease"])
+    return from_rows(T_ANO, ["race"], ["disease"])
 
 
 def test_spec001_entropy_l_of_t_ano_is_two_sqrt_two(t_ano):
@@ -60,7 +64,7 @@ def test_spec001_entropy_l_of_t_ano_is_two_sqrt_two(t_ano):
 
 def test_spec001_entropy_l_of_the_single_class_table_is_4_757():
     # §3.1: l_div(T*) = 4.757 (global counts 2,2,1,2,1 out of 8).
-    star = M.from_rows(T_ANO, [], ["disease"])
+    star = from_rows(T_ANO, [], ["disease"])
     assert M.check("entropy_l_diversity", {}, star).value == pytest.approx(4.757, abs=5e-4)
 
 
@@ -69,7 +73,7 @@ def test_spec001_l1_t_closeness_of_t_ano_is_0_75(t_ano):
     r = M.check("t_closeness", {"distance": "l1"}, t_ano)
     assert r.value == 0.75
     assert M.check("t_closeness", {"distance": "equal"}, t_ano).value == 0.375
-    star = M.from_rows(T_ANO, [], ["disease"])
+    star = from_rows(T_ANO, [], ["disease"])
     assert M.check("t_closeness", {"distance": "l1"}, star).value == 0.0
     assert M.check("t_closeness", {"distance": "l1", "t": 0.75}, t_ano).holds is True
     assert M.check("t_closeness", {"distance": "l1", "t": 0.7499}, t_ano).holds is False
@@ -106,14 +110,14 @@ SALARY = {v: 1 for v in range(3, 12)}  # Li et al. 2007: salaries 3K..11K, one r
 
 def test_li_ordered_emd_salary_examples():
     # Li et al. 2007 §4: P1 = {3K,4K,5K}: 0.375; P2 = {6K,8K,11K}: 0.167.
-    assert M.t_closeness([{3: 1, 4: 1, 5: 1}], SALARY, distance="ordered") == 0.375
-    assert M.t_closeness([{6: 1, 8: 1, 11: 1}], SALARY, distance="ordered") == pytest.approx(1 / 6)
+    assert t_closeness([{3: 1, 4: 1, 5: 1}], SALARY, distance="ordered") == 0.375
+    assert t_closeness([{6: 1, 8: 1, 11: 1}], SALARY, distance="ordered") == pytest.approx(1 / 6)
 
 
 def test_li_table5_salary_is_one_sixth():
     # Classes {3,5,9}, {6,8,11}, {4,7,10}: cumulative differences (in 1/9) 2,1,3,2,1,0,2,1,0 ->
     # 12/9/8 = 1/6; -1,-2,-3,-1,-2,0,-1,-2,0 -> 1/6; -1,1,0,-1,1,0,-1,1,0 -> 1/12.
-    agg = M.from_groups(["salary"], [(3, {"salary": {3: 1, 5: 1, 9: 1}}),
+    agg = from_groups(["salary"], [(3, {"salary": {3: 1, 5: 1, 9: 1}}),
                                      (3, {"salary": {6: 1, 8: 1, 11: 1}}),
                                      (3, {"salary": {4: 1, 7: 1, 10: 1}})])
     r = M.check("t_closeness", {}, agg)        # 'auto' -> ordered for numbers
@@ -137,17 +141,17 @@ def test_hierarchical_emd_by_hand():
     # H = 3.  P = {gastric ulcer, gastritis, stomach cancer} against Q (in 1/9): extras +2,+1,+1
     # under 'stomach' and -1,-2,-1 under 'respiratory infection'; nothing cancels below the
     # root, where 4/9 moves at height 3: EMD = 3/3 * 4/9.
-    t = M.t_closeness([{"gastric ulcer": 1, "gastritis": 1, "stomach cancer": 1}], DISEASE_Q,
+    t = t_closeness([{"gastric ulcer": 1, "gastritis": 1, "stomach cancer": 1}], DISEASE_Q,
                       distance="hierarchical", parents=DISEASE_TREE)
     assert t == float(Fraction(4, 9))
     # P = {gastritis, flu, bronchitis}: 'respiratory infection' cancels 1/9 at height 1, 'stomach'
     # 1/9 at height 1, the root 2/9 at height 3: (1 + 1 + 6) / 27.
-    t = M.t_closeness([{"gastritis": 1, "flu": 1, "bronchitis": 1}], DISEASE_Q,
+    t = t_closeness([{"gastritis": 1, "flu": 1, "bronchitis": 1}], DISEASE_Q,
                       distance="hierarchical", parents=DISEASE_TREE)
     assert t == float(Fraction(8, 27))
     # a class equal to Q is at distance 0; a sibling swap costs 1/H per unit moved
-    assert M.t_closeness([DISEASE_Q], DISEASE_Q, distance="hierarchical", parents=DISEASE_TREE) == 0.0
-    t = M.t_closeness([{"gastritis": 1}], {"gastritis": 1, "gastric ulcer": 1},
+    assert t_closeness([DISEASE_Q], DISEASE_Q, distance="hierarchical", parents=DISEASE_TREE) == 0.0
+    t = t_closeness([{"gastritis": 1}], {"gastritis": 1, "gastric ulcer": 1},
                       distance="hierarchical", parents=DISEASE_TREE)
     assert t == float(Fraction(1, 2) / 3)
 
@@ -156,28 +160,28 @@ def test_ordered_distance_uses_the_given_order_for_text():
     order = ["low", "mid", "high"]
     g = {"low": 1, "mid": 1, "high": 1}
     # r = (+2/3, -1/3, -1/3) / ... class {low}: cumulative 2/3, 1/3 -> 1 / (m-1) = 1/2
-    assert M.t_closeness([{"low": 1}], g, distance="ordered", order=order) == 0.5
-    assert M.t_closeness([{"high": 1}], g, distance="ordered", order=order) == 0.5
-    assert M.t_closeness([{"mid": 1}], g, distance="ordered", order=order) == pytest.approx(1 / 3)
+    assert t_closeness([{"low": 1}], g, distance="ordered", order=order) == 0.5
+    assert t_closeness([{"high": 1}], g, distance="ordered", order=order) == 0.5
+    assert t_closeness([{"mid": 1}], g, distance="ordered", order=order) == pytest.approx(1 / 3)
     # listed values absent from the table are ignored (M5): same result
-    assert M.t_closeness([{"low": 1}], g, distance="ordered",
+    assert t_closeness([{"low": 1}], g, distance="ordered",
                          order=["low", "unused", "mid", "high"]) == 0.5
 
 
 def test_auto_distance_is_ordered_for_numbers_and_equal_for_text():
     g = {1: 1, 2: 1, 3: 1}
-    assert M.t_closeness([{1: 1}], g) == M.t_closeness([{1: 1}], g, distance="ordered") == 0.5
+    assert t_closeness([{1: 1}], g) == t_closeness([{1: 1}], g, distance="ordered") == 0.5
     g = {"a": 1, "b": 1, "c": 1}
-    assert M.t_closeness([{"a": 1}], g) == M.t_closeness([{"a": 1}], g, distance="equal")
-    assert M.t_closeness([{"a": 1}], g) == pytest.approx(2 / 3)
+    assert t_closeness([{"a": 1}], g) == t_closeness([{"a": 1}], g, distance="equal")
+    assert t_closeness([{"a": 1}], g) == pytest.approx(2 / 3)
     # PostgreSQL numeric arrives as Decimal: still a number
     g = {Decimal("1.5"): 1, Decimal("2.5"): 1, Decimal("3.5"): 1}
-    assert M.t_closeness([{Decimal("1.5"): 1}], g) == 0.5
+    assert t_closeness([{Decimal("1.5"): 1}], g) == 0.5
 
 
 def test_single_value_attribute_has_t_zero():
     # pyCANON divides by m - 1 = 0 here (ZeroDivisionError); we define 0.
-    assert M.t_closeness([{5: 3}, {5: 2}], distance="ordered") == 0.0
+    assert t_closeness([{5: 3}, {5: 2}], distance="ordered") == 0.0
 
 
 def test_check_per_sa_distance_order_and_hierarchy():
@@ -185,7 +189,7 @@ def test_check_per_sa_distance_order_and_hierarchy():
         (1, 3, "gastric ulcer", "low"), (1, 4, "gastritis", "mid"), (1, 5, "stomach cancer", "low"),
         (2, 6, "gastritis", "high"), (2, 11, "flu", "mid"), (2, 8, "bronchitis", "high"),
         (3, 7, "bronchitis", "low"), (3, 9, "pneumonia", "mid"), (3, 10, "stomach cancer", "high")])
-    agg = M.from_rows(rows, ["q"], ["salary", "disease", "level"])
+    agg = from_rows(rows, ["q"], ["salary", "disease", "level"])
     r = M.check("t_closeness", {"distance": {"disease": "hierarchical", "level": "ordered"},
                                 "hierarchy": {"disease": DISEASE_TREE},
                                 "order": {"level": ["low", "mid", "high"]}}, agg)
@@ -237,7 +241,7 @@ def trees(draw):
 @given(trees())
 def test_hierarchical_emd_equals_the_tree_metric_emd(case):
     parents, glob, cls = case
-    got = M.t_closeness([cls], glob, distance="hierarchical", parents=parents)
+    got = t_closeness([cls], glob, distance="hierarchical", parents=parents)
     assert got == float(tree_emd(cls, glob, parents))
 
 
@@ -249,12 +253,12 @@ def test_hierarchical_emd_equals_the_tree_metric_emd(case):
 def test_entropy_uniform_class_meets_its_number_of_values_exactly():
     # pyCANON's int(exp(H)) reports 2 for three equal counts (float noise); the test H >= ln 3
     # is decided exactly here.
-    agg = M.from_groups(["s"], [(3, {"s": {"a": 1, "b": 1, "c": 1}}),
+    agg = from_groups(["s"], [(3, {"s": {"a": 1, "b": 1, "c": 1}}),
                                 (6, {"s": {"a": 2, "b": 2, "c": 2}})])
     assert M.check("entropy_l_diversity", {"l": 3}, agg).holds is True
     assert M.check("entropy_l_diversity", {"l": 3.0000001}, agg).holds is False
     assert M.check("entropy_l_diversity", {"l": 2.5}, agg).holds is True
-    assert M.entropy_l([{"a": 1, "b": 1, "c": 1}]) == pytest.approx(3.0, abs=1e-12)
+    assert entropy_l([{"a": 1, "b": 1, "c": 1}]) == pytest.approx(3.0, abs=1e-12)
     df = pd.DataFrame({"q": [1, 1, 1], "s": ["a", "b", "c"]})
     assert pyc.entropy_l_diversity(df, ["q"], ["s"]) == 2   # documented pyCANON noise (M3)
 
@@ -262,23 +266,23 @@ def test_entropy_uniform_class_meets_its_number_of_values_exactly():
 def test_recursive_cl_standard_and_pycanon_by_hand():
     h = [{"a": 3, "b": 2, "c": 1}]
     # descending 3,2,1: l = 2 -> 3 < c (2 + 1) -> c = 2; l = 3 -> 3 < c * 1 -> c = 4
-    assert M.recursive_cl(h) == (4, 3)
-    assert M.recursive_cl(h, l=2) == (2, 2)
+    assert recursive_cl(h) == (4, 3)
+    assert recursive_cl(h, l=2) == (2, 2)
     # pyCANON: ascending 1,2,3; l = 3 -> 1 < c * 3 -> c = 1
-    assert M.recursive_cl(h, reading="pycanon") == (1, 3)
-    agg = M.from_groups(["s"], [(6, {"s": h[0]})])
+    assert recursive_cl(h, reading="pycanon") == (1, 3)
+    agg = from_groups(["s"], [(6, {"s": h[0]})])
     assert M.check("recursive_cl_diversity", {"c": 4}, agg).holds is True
     assert M.check("recursive_cl_diversity", {"c": 3}, agg).holds is False      # 3 < 3 fails
     assert M.check("recursive_cl_diversity", {"c": 3.5}, agg).holds is True     # real c
     assert M.check("recursive_cl_diversity", {"c": 2, "l": 2}, agg).holds is True
     assert M.check("recursive_cl_diversity", {"c": 1, "l": 2}, agg).holds is False
     # l larger than the number of values in a class: no c works
-    assert M.recursive_cl(h, l=4) == (INF, 4)
+    assert recursive_cl(h, l=4) == (INF, 4)
     assert M.check("recursive_cl_diversity", {"c": 100, "l": 4}, agg).holds is False
 
 
 def test_recursive_cl_undefined_for_l_one():
-    agg = M.from_groups(["s"], [(2, {"s": {"a": 2}}), (2, {"s": {"a": 1, "b": 1}})])
+    agg = from_groups(["s"], [(2, {"s": {"a": 2}}), (2, {"s": {"a": 1, "b": 1}})])
     r = M.check("recursive_cl_diversity", {"c": 3}, agg)
     assert r.value == (None, 1)
     assert r.holds is False
@@ -287,25 +291,25 @@ def test_recursive_cl_undefined_for_l_one():
 def test_enhanced_beta_standard_is_infinite_when_a_gain_exceeds_minus_ln_p():
     # p(a) = 3/4: -ln p = 0.288; class {a: 2} has gain (1 - 3/4) / (3/4) = 1/3 > 0.288.
     hs = [{"a": 2}, {"a": 1, "b": 1}]
-    assert M.beta_likeness(hs) == pytest.approx(1.0)           # b: (1/2 - 1/4) / (1/4)
-    assert M.beta_likeness(hs, enhanced=True) == INF
+    assert beta_likeness(hs) == pytest.approx(1.0)           # b: (1/2 - 1/4) / (1/4)
+    assert beta_likeness(hs, enhanced=True) == INF
     # pyCANON reading: min(basic, -ln p_min) = min(1, ln 4) = 1
-    assert M.beta_likeness(hs, enhanced=True, reading="pycanon") == pytest.approx(1.0)
-    agg = M.from_groups(["s"], [(2, {"s": hs[0]}), (2, {"s": hs[1]})])
+    assert beta_likeness(hs, enhanced=True, reading="pycanon") == pytest.approx(1.0)
+    agg = from_groups(["s"], [(2, {"s": hs[0]}), (2, {"s": hs[1]})])
     assert M.check("enhanced_beta_likeness", {"beta": 50}, agg).holds is False
     assert M.check("basic_beta_likeness", {"beta": 1}, agg).holds is True
 
 
 def test_delta_is_strict_and_infinite_for_a_missing_value():
     hs = [{"a": 1, "b": 1}, {"a": 1, "b": 1}]
-    assert M.delta_disclosure(hs) == 0.0
-    agg = M.from_groups(["s"], [(2, {"s": h}) for h in hs])
+    assert delta_disclosure(hs) == 0.0
+    agg = from_groups(["s"], [(2, {"s": h}) for h in hs])
     assert M.check("delta_disclosure", {"delta": 0.1}, agg).holds is True
     hs = [{"a": 2}, {"a": 1, "b": 1}]
     # global a 3/4, b 1/4; class 1: ln(1 / (3/4)) = ln(4/3), b missing -> infinity
-    assert M.delta_disclosure(hs) == INF
-    assert M.delta_disclosure(hs, reading="pycanon") == pytest.approx(math.log(2))  # b: 1/2 / 1/4
-    agg = M.from_groups(["s"], [(2, {"s": h}) for h in hs])
+    assert delta_disclosure(hs) == INF
+    assert delta_disclosure(hs, reading="pycanon") == pytest.approx(math.log(2))  # b: 1/2 / 1/4
+    agg = from_groups(["s"], [(2, {"s": h}) for h in hs])
     r = M.check("delta_disclosure", {"delta": math.log(2), "reading": "pycanon"}, agg)
     assert r.holds is False                                     # strict <
     assert M.check("delta_disclosure", {"delta": 0.7, "reading": "pycanon"}, agg).holds is True
@@ -313,18 +317,18 @@ def test_delta_is_strict_and_infinite_for_a_missing_value():
 
 def test_thresholds_compare_the_exact_value_rounded_once():
     # alpha = 3/10 exactly: the double 0.3 holds; 0.1 + 0.2 (0.30000000000000004) too.
-    agg = M.from_groups(["s"], [(10, {"s": {"a": 3, "b": 3, "c": 2, "d": 2}})])
+    agg = from_groups(["s"], [(10, {"s": {"a": 3, "b": 3, "c": 2, "d": 2}})])
     assert M.check("alpha_k_anonymity", {"alpha": 0.3}, agg).holds is True
     assert M.check("alpha_k_anonymity", {"alpha": 0.29999999999999}, agg).holds is False
     assert M.check("alpha_k_anonymity", {"alpha": Decimal("0.3")}, agg).holds is True   # numeric
     # equal-distance t of 3/10 (sum of |q - p| = 6/10) against the double 0.3
-    agg = M.from_groups(["s"], [(10, {"s": {"a": 8, "b": 2}}), (10, {"s": {"a": 2, "b": 8}})])
+    agg = from_groups(["s"], [(10, {"s": {"a": 8, "b": 2}}), (10, {"s": {"a": 2, "b": 8}})])
     r = M.check("t_closeness", {"distance": "equal", "t": 0.3}, agg)
     assert r.value == 0.3 and r.holds is True
 
 
 def test_alpha_k_checks_both_parts():
-    agg = M.from_groups(["s"], [(2, {"s": {"a": 1, "b": 1}}), (3, {"s": {"a": 2, "b": 1}})])
+    agg = from_groups(["s"], [(2, {"s": {"a": 1, "b": 1}}), (3, {"s": {"a": 2, "b": 1}})])
     assert M.check("alpha_k_anonymity", {}, agg).value == (pytest.approx(2 / 3), 2)
     assert M.check("alpha_k_anonymity", {"alpha": 0.7, "k": 2}, agg).holds is True
     assert M.check("alpha_k_anonymity", {"alpha": 0.7, "k": 3}, agg).holds is False
@@ -344,7 +348,7 @@ TWO_SA = rows_of(["q", "s1", "s2"], [(1, "a", "x"), (1, "b", "x"), (1, "a", "y")
 def test_joint_scope_groups_by_the_other_sas():
     # attribute: class 1 s1 {a 3, b 1}, s2 {x 2, y 2}; class 2 {b, a}, {x, y}: l = 2, alpha 3/4.
     # joint s1 (by q, s2): (1,x) {a,b}, (1,y) {a,a}, (2,x) {b}, (2,y) {a}: l = 1, alpha 1.
-    agg = M.from_rows(TWO_SA, ["q"], ["s1", "s2"])
+    agg = from_rows(TWO_SA, ["q"], ["s1", "s2"])
     assert M.check("l_diversity", {}, agg).value == 2
     assert M.check("l_diversity", {"scope": "joint"}, agg).value == 1
     assert M.check("alpha_k_anonymity", {}, agg).value == (0.75, 2)
@@ -365,8 +369,8 @@ def test_from_groups_equals_from_rows():
                     (1, {"s1": {"a": 1}})],
              "s2": [(3, {"s2": {"x": 1, "y": 2}}), (1, {"s2": {"x": 1}}), (1, {"s2": {"x": 1}}),
                     (1, {"s2": {"y": 1}})]}
-    a = M.from_groups(["s1", "s2"], classes, joint=joint)
-    b = M.from_rows(TWO_SA, ["q"], ["s1", "s2"])
+    a = from_groups(["s1", "s2"], classes, joint=joint)
+    b = from_rows(TWO_SA, ["q"], ["s1", "s2"])
     assert a.global_hists == b.global_hists == {"s1": {"a": 4, "b": 2}, "s2": {"x": 3, "y": 3}}
     for model in M.MODELS:
         for scope in M.SCOPES:
@@ -376,23 +380,23 @@ def test_from_groups_equals_from_rows():
 
 def test_rows_as_sequences_with_columns():
     seq = [(r["q"], r["s1"], r["s2"]) for r in TWO_SA]
-    a = M.from_rows(seq, ["q"], ["s1", "s2"], columns=["q", "s1", "s2"])
-    b = M.from_rows(TWO_SA, ["q"], ["s1", "s2"])
+    a = from_rows(seq, ["q"], ["s1", "s2"], columns=["q", "s1", "s2"])
+    b = from_rows(TWO_SA, ["q"], ["s1", "s2"])
     assert a == b
 
 
 def test_k_anonymity_without_sensitive_attributes():
-    agg = M.from_rows(TWO_SA, ["q", "s2"], [])
+    agg = from_rows(TWO_SA, ["q", "s2"], [])
     assert M.check("k_anonymity", {"k": 1}, agg).value == 1
 
 
 def test_null_qi_values_form_one_group_like_group_by():
     rows = rows_of(["q", "s"], [(None, "a"), (None, "b"), (1, "a"), (1, "b")])
-    assert M.check("k_anonymity", {}, M.from_rows(rows, ["q"], ["s"])).value == 2
+    assert M.check("k_anonymity", {}, from_rows(rows, ["q"], ["s"])).value == 2
 
 
 def test_as_json_spells_infinity_for_postgres():
-    agg = M.from_groups(["s"], [(2, {"s": {"a": 2}}), (2, {"s": {"a": 1, "b": 1}})])
+    agg = from_groups(["s"], [(2, {"s": {"a": 2}}), (2, {"s": {"a": 1, "b": 1}})])
     j = M.check("delta_disclosure", {"delta": 1}, agg).as_json()
     assert j == {"model": "delta_disclosure", "scope": "attribute", "value": "Infinity",
                  "per_sa": {"s": "Infinity"}, "holds": False, "params": {"delta": 1}}
@@ -442,7 +446,7 @@ def tables(draw, min_sas=1, max_sas=3, min_rows=1, max_rows=14):
 @given(tables(), st.sampled_from(sorted(M.MODELS)), st.floats(0.05, 3.0), st.integers(1, 4))
 def test_check_holds_agrees_with_predicate_and_with_the_value(tab, model, x, i):
     rows, qis, sas = tab
-    agg = M.from_rows(rows, qis, sas)
+    agg = from_rows(rows, qis, sas)
     params = {"k_anonymity": {"k": i}, "alpha_k_anonymity": {"alpha": min(x, 1.0), "k": i},
               "l_diversity": {"l": i}, "entropy_l_diversity": {"l": 1 + x},
               "recursive_cl_diversity": {"c": x, "l": 1 + i},
@@ -469,7 +473,7 @@ def test_results_do_not_depend_on_row_order(tab, rnd):
     rows, qis, sas = tab
     shuffled = list(rows)
     rnd.shuffle(shuffled)
-    a, b = M.from_rows(rows, qis, sas), M.from_rows(shuffled, qis, sas)
+    a, b = from_rows(rows, qis, sas), from_rows(shuffled, qis, sas)
     for model in M.MODELS:
         for scope in M.SCOPES:
             params = {} if model == "k_anonymity" else {"scope": scope}
@@ -482,7 +486,7 @@ def test_results_do_not_depend_on_row_order(tab, rnd):
 
 
 def assert_agrees_with_pycanon(rows, qis, sas):
-    agg = M.from_rows(rows, qis, sas)
+    agg = from_rows(rows, qis, sas)
     pycanon_ref.assert_agrees(lambda model, params: M.check(model, params, agg).value, rows, qis, sas,
                               global_sizes={s: len(agg.global_hists[s]) for s in sas})
 
@@ -558,7 +562,7 @@ def direct(rows, qis, sas, scope):
 @given(tables(max_sas=3))
 def test_standard_readings_match_direct_formulas(tab):
     rows, qis, sas = tab
-    agg = M.from_rows(rows, qis, sas)
+    agg = from_rows(rows, qis, sas)
     for scope in M.SCOPES:
         want = direct(rows, qis, sas, scope)
         p = {"scope": scope}
@@ -577,7 +581,7 @@ def test_entropy_threshold_is_exact(counts, l):
     prod = 1
     for c in counts:
         prod *= c ** c
-    agg = M.from_groups(["s"], [(n, {"s": h})])
+    agg = from_groups(["s"], [(n, {"s": h})])
     assert M.check("entropy_l_diversity", {"l": l}, agg).holds == (n ** n >= l ** n * prod)
 
 
@@ -585,8 +589,8 @@ def test_entropy_threshold_is_exact(counts, l):
 # Errors: (call, SQLSTATE, a word the message must name)
 # --------------------------------------------------------------------------------------------
 
-AGG2 = M.from_groups(["s1", "s2"], [(2, {"s1": {"a": 1, "b": 1}, "s2": {"x": 2}})])
-AGG1 = M.from_groups(["s"], [(2, {"s": {"a": 1, "b": 1}})])
+AGG2 = from_groups(["s1", "s2"], [(2, {"s1": {"a": 1, "b": 1}, "s2": {"x": 2}})])
+AGG1 = from_groups(["s"], [(2, {"s": {"a": 1, "b": 1}})])
 
 ERRORS = [
     (lambda: M.check("k_anonimity", {}, AGG1), "PA001", "k_anonimity"),
@@ -614,19 +618,19 @@ ERRORS = [
                                                          "z": None}}}, AGG1),
      "PA002", "cycle"),
     (lambda: M.check("l_diversity", {"scope": "joint"}, AGG2), "PA002", "joint"),
-    (lambda: M.check("l_diversity", {}, M.from_rows([{"q": 1, "s": "a"}], ["q"], [])),
+    (lambda: M.check("l_diversity", {}, from_rows([{"q": 1, "s": "a"}], ["q"], [])),
      "PA002", "sensitive"),
-    (lambda: M.from_rows([{"q": 1, "s": None}], ["q"], ["s"]), "PA004", "NULL"),
-    (lambda: M.from_rows([{"q": 1, "s": float("nan")}], ["q"], ["s"]), "PA004", "NULL"),
-    (lambda: M.from_rows([{"q": 1}], ["q"], ["s"]), "PA001", "'s'"),
-    (lambda: M.from_rows([(1, "a")], ["q"], ["t"], columns=["q", "s"]), "PA001", "'t'"),
-    (lambda: M.from_groups(["s"], [(3, {"s": {"a": 1, "b": 1}})]), "PA002", "3"),
-    (lambda: M.from_groups(["s"], [(2, {"x": {"a": 2}})]), "PA002", "'s'"),
-    (lambda: M.from_groups(["s"], [(2, {"s": {"a": -1, "b": 3}})]), "PA002", "-1"),
-    (lambda: M.from_groups(["s"], [(2, {"s": {"a": 2}})], global_hists={"s": {"b": 1}}),
+    (lambda: from_rows([{"q": 1, "s": None}], ["q"], ["s"]), "PA004", "NULL"),
+    (lambda: from_rows([{"q": 1, "s": float("nan")}], ["q"], ["s"]), "PA004", "NULL"),
+    (lambda: from_rows([{"q": 1}], ["q"], ["s"]), "PA001", "'s'"),
+    (lambda: from_rows([(1, "a")], ["q"], ["t"], columns=["q", "s"]), "PA001", "'t'"),
+    (lambda: from_groups(["s"], [(3, {"s": {"a": 1, "b": 1}})]), "PA002", "3"),
+    (lambda: from_groups(["s"], [(2, {"x": {"a": 2}})]), "PA002", "'s'"),
+    (lambda: from_groups(["s"], [(2, {"s": {"a": -1, "b": 3}})]), "PA002", "-1"),
+    (lambda: from_groups(["s"], [(2, {"s": {"a": 2}})], global_hists={"s": {"b": 1}}),
      "PA002", "'a'"),
-    (lambda: M.from_groups(["s"], []), "PA002", "empty"),
-    (lambda: M.from_groups(["s", "s"], []), "PA002", "twice"),
+    (lambda: from_groups(["s"], []), "PA002", "empty"),
+    (lambda: from_groups(["s", "s"], []), "PA002", "twice"),
     (lambda: M.predicate("l_diversity", {"l": 2, "scope": "joint"}), "PA002", "attribute"),
     (lambda: M.predicate("t_closeness", {}, {"s": {"a": 1}}), "PA002", "threshold"),
     (lambda: M.predicate("t_closeness", {"t": 0.1}), "PA002", "global"),

@@ -1,4 +1,5 @@
-"""Unit tests for pganon_engine.methods.generalization.mondrian (spec 003-msa-comparative.md §2.2, §3.2, A6-A8).
+"""Unit tests for pganon_engine.methods.generalization.mondrian and the modules it is built from
+(mondrian_schema, mondrian_predicates, mondrian_cuts; spec 003-msa-comparative.md §2.2, §3.2, A6-A8).
 
 Hand-checked fixtures first (each with the arithmetic in a comment), then hypothesis
 properties, then bad input.  `reference` is the yardstick for the vectorized driver: the same
@@ -12,12 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pganon_engine.methods.generalization import mondrian as mo
+from pganon_engine.methods.generalization import mondrian_cuts as mc
+from pganon_engine.methods.generalization import mondrian_predicates as mp
+from pganon_engine.methods.generalization import mondrian_schema as ms
 from pganon_engine.core.errors import EngineError
 
 # * -> A {0, 1}, B {2, 3}, C {4}; leaf nodes are labelled by their codes.
 TX_ABC = {"children": {"*": ["A", "B", "C"], "A": [0, 1], "B": [2, 3], "C": [4]}}
 # A deeper, unbalanced one for the properties: 8 leaf codes, a leaf node with two codes (c2).
-TX_DEEP = mo.taxonomy({"*": ["a", "b", "c"], "a": [0, 1, 2], "b": [3, 4], "c": ["c1", "c2"],
+TX_DEEP = ms.taxonomy({"*": ["a", "b", "c"], "a": [0, 1, 2], "b": [3, 4], "c": ["c1", "c2"],
                        "c1": [5], "c2": []}, leaves={"c2": [6, 7]})
 
 
@@ -34,11 +38,11 @@ def reference(qs, ss, sc, pred, mode):
     while stack:
         rows = stack.pop()
         sub_q, sub_s = [q[rows] for q in qs], [s[rows] for s in ss]
-        cut = mo.choose_cut(mo.freq_sets(sub_q, sub_s, sc), sc, pred, mode=mode)
+        cut = mc.choose_cut(mc.freq_sets(sub_q, sub_s, sc), sc, pred, mode=mode)
         if cut is None:
             out.append(rows.tolist())
             continue
-        part = mo.assign(cut, sub_q, sub_s, sc)
+        part = mc.assign(cut, sub_q, sub_s, sc)
         assert tuple(np.bincount(part, minlength=len(cut.sizes))) == cut.sizes
         for i in reversed(range(len(cut.sizes))):
             stack.append(rows[part == i])
@@ -86,12 +90,12 @@ def test_relaxed_median_rows_shared_by_sa_vector():
     # row order would take r0, r1, r3, leaving sa 1 out of the lhs).
     x = np.array([1, 1, 0, 1, 1, 1, 2, 1])
     sa = np.array([0, 0, 0, 0, 1, 0, 1, 1])
-    sc = mo.schema(["numeric"], [3], sa_sizes=[2])
-    pred = mo.k_anonymity(4) & mo.distinct_l_diversity(2)
-    cut = mo.choose_cut(mo.freq_sets([x], [sa], sc), sc, pred, mode="relaxed")
-    assert cut == mo.Cut(dim=0, kind="range", sizes=(4, 4), value=1, relaxed=True,
+    sc = ms.schema(["numeric"], [3], sa_sizes=[2])
+    pred = mp.k_anonymity(4) & mp.distinct_l_diversity(2)
+    cut = mc.choose_cut(mc.freq_sets([x], [sa], sc), sc, pred, mode="relaxed")
+    assert cut == mc.Cut(dim=0, kind="range", sizes=(4, 4), value=1, relaxed=True,
                          take={(0,): 2, (1,): 1})
-    assert mo.assign(cut, [x], [sa], sc).tolist() == [0, 0, 0, 1, 0, 1, 1, 1]
+    assert mc.assign(cut, [x], [sa], sc).tolist() == [0, 0, 0, 1, 0, 1, 1, 1]
     res = mo.partition([x], [sa], sc, pred, mode="relaxed")
     assert groups(res) == [[0, 1, 2, 4], [3, 5, 6, 7]]
 
@@ -102,10 +106,10 @@ def test_relaxed_remainder_tie_goes_to_the_smaller_sa_vector():
     # takes it, so r1 goes left although r0 comes first in row order.
     x = np.array([1, 1, 0, 2])
     sa = np.array([1, 0, 1, 1])
-    sc = mo.schema(["numeric"], [3], sa_sizes=[2])
-    cut = mo.choose_cut(mo.freq_sets([x], [sa], sc), sc, mo.k_anonymity(2), mode="relaxed")
+    sc = ms.schema(["numeric"], [3], sa_sizes=[2])
+    cut = mc.choose_cut(mc.freq_sets([x], [sa], sc), sc, mp.k_anonymity(2), mode="relaxed")
     assert cut.take == {(0,): 1}
-    assert mo.assign(cut, [x], [sa], sc).tolist() == [1, 0, 0, 1]
+    assert mc.assign(cut, [x], [sa], sc).tolist() == [1, 0, 0, 1]
 
 
 def test_taxonomy_split_one_part_per_child_with_rows():
@@ -113,13 +117,13 @@ def test_taxonomy_split_one_part_per_child_with_rows():
     # k = 2: A = {r0, r2, r4}, B = {r1, r3, r5}.  In A the leaf 1 has one row (< 2), so A stays;
     # likewise B.  k = 1 goes down to the leaves.
     codes = [0, 2, 1, 3, 0, 2]
-    sc = mo.schema(["taxonomy"], taxonomies=[TX_ABC])
-    cut = mo.choose_cut(mo.freq_sets([codes], [], sc), sc, mo.k_anonymity(2))
-    assert cut == mo.Cut(dim=0, kind="taxonomy", sizes=(3, 3), node="*", children=("A", "B"))
-    res = mo.partition([codes], [], sc, mo.k_anonymity(2))
+    sc = ms.schema(["taxonomy"], taxonomies=[TX_ABC])
+    cut = mc.choose_cut(mc.freq_sets([codes], [], sc), sc, mp.k_anonymity(2))
+    assert cut == mc.Cut(dim=0, kind="taxonomy", sizes=(3, 3), node="*", children=("A", "B"))
+    res = mo.partition([codes], [], sc, mp.k_anonymity(2))
     assert groups(res) == [[0, 2, 4], [1, 3, 5]]
     assert [s[0] for s in res.summaries()] == ["A", "B"]
-    res1 = mo.partition([codes], [], sc, mo.k_anonymity(1))
+    res1 = mo.partition([codes], [], sc, mp.k_anonymity(1))
     assert groups(res1) == [[0, 4], [2], [1, 5], [3]]
     assert res1.nodes[0] == [0, 1, 2, 3]
 
@@ -179,7 +183,7 @@ def test_plain_callable_predicate_gets_named_histograms():
         seen.append((size, hists))
         return size >= 2
 
-    sc = mo.schema(["numeric"], [4], sa_sizes=[3], sa_names=["disease"])
+    sc = ms.schema(["numeric"], [4], sa_sizes=[3], sa_names=["disease"])
     res = mo.partition([[0, 1, 2, 3]], [[2, 2, 0, 1]], sc, pred)
     assert groups(res) == [[0, 1], [2, 3]]
     assert seen[0] == (4, {"disease": {0: 1, 1: 1, 2: 2}})  # the whole table, checked first
@@ -189,7 +193,7 @@ def test_plain_callable_predicate_gets_named_histograms():
 def test_models_module_predicate_plugs_in():
     models = pytest.importorskip("pganon_engine.models.predicates")
     pred = models.predicate("l_diversity", {"l": 2})
-    sc = mo.schema(["numeric"], [4], sa_sizes=[2], sa_names=["disease"])
+    sc = ms.schema(["numeric"], [4], sa_sizes=[2], sa_names=["disease"])
     q, sa = [0, 1, 2, 3], [0, 1, 0, 1]
     assert groups(mo.partition([q], [sa], sc, pred)) == [[0, 1], [2, 3]]
     assert groups(mo.partition([q], [[0, 0, 1, 1]], sc, pred)) == [[0, 1, 2, 3]]
@@ -200,23 +204,23 @@ def test_start_from_initial_partitions_and_origin():
     # cut further with k = 1 on a single value; 7 = rows {0, 2, 4} is cut down to singletons.
     q = [0, 5, 1, 5, 2, 5]
     start = [7, 3, 7, 3, 7, 3]
-    sc = mo.schema(["numeric"], [6])
-    res = mo.partition([q], [], sc, mo.k_anonymity(1), start=start)
+    sc = ms.schema(["numeric"], [6])
+    res = mo.partition([q], [], sc, mp.k_anonymity(1), start=start)
     assert groups(res) == [[1, 3, 5], [0], [2], [4]]
     assert res.origin.tolist() == [3, 7, 7, 7]
 
 
 def test_start_nodes_are_checked():
-    sc = mo.schema(["taxonomy"], taxonomies=[TX_ABC])
-    res = mo.partition([[0, 1]], [], sc, mo.k_anonymity(1), nodes=["A"])
+    sc = ms.schema(["taxonomy"], taxonomies=[TX_ABC])
+    res = mo.partition([[0, 1]], [], sc, mp.k_anonymity(1), nodes=["A"])
     assert groups(res) == [[0], [1]]
     with pytest.raises(EngineError, match="outside taxonomy node 'B'"):
-        mo.partition([[0, 1]], [], sc, mo.k_anonymity(1), nodes=["B"])
+        mo.partition([[0, 1]], [], sc, mp.k_anonymity(1), nodes=["B"])
 
 
 def test_taxonomy_from_parent_array():
     # nodes 0..4: 0 root, 1 and 2 its children, leaves 3 (under 1) and 4 (under 2)
-    tx = mo.taxonomy(parent=[-1, 0, 0, 1, 2])
+    tx = ms.taxonomy(parent=[-1, 0, 0, 1, 2])
     assert tx.root == 0 and tx.n_leaves == 2
     assert tx.leaves_of(1).tolist() == [3] and tx.leaves_of(0).tolist() == [3, 4]
     # the root splits into 1 and 2; each part holds one leaf, whose LCA is the leaf itself
@@ -237,7 +241,7 @@ def test_seed_is_reproducible_and_breaks_dimension_ties():
         a = mo.mondrian(q, kinds=["numeric", "numeric"], k=2, seed=seed)
         b = mo.mondrian(q, kinds=["numeric", "numeric"], k=2, seed=seed)
         assert groups(a) == groups(b)
-        runs[mo.schema(["numeric"] * 2, [2, 2], seed=seed).priority] = groups(a)
+        runs[ms.schema(["numeric"] * 2, [2, 2], seed=seed).priority] = groups(a)
     assert runs == {(0, 1): [[0, 2], [1, 3]], (1, 0): [[0, 1], [2, 3]]}
 
 
@@ -256,10 +260,10 @@ def test_histograms_built_in_chunks_give_the_same_partitions(monkeypatch):
     rng = np.random.default_rng(7)
     qs = [rng.integers(0, 30, 400), rng.integers(0, 8, 400)]
     ss = [rng.integers(0, 5, 400), rng.integers(0, 3, 400)]
-    sc = mo.schema(["numeric", "taxonomy"], [30, None], taxonomies=[None, TX_DEEP], sa_sizes=[5, 3])
-    pred = mo.k_anonymity(3) & mo.distinct_l_diversity(2)
+    sc = ms.schema(["numeric", "taxonomy"], [30, None], taxonomies=[None, TX_DEEP], sa_sizes=[5, 3])
+    pred = mp.k_anonymity(3) & mp.distinct_l_diversity(2)
     whole = mo.partition(qs, ss, sc, pred, mode="relaxed")
-    monkeypatch.setattr(mo, "_HIST_CELLS", 16)  # two parts of 8 cells per chunk
+    monkeypatch.setattr(mp, "_HIST_CELLS", 16)  # two parts of 8 cells per chunk
     chunked = mo.partition(qs, ss, sc, pred, mode="relaxed")
     assert whole.n_partitions > 20
     assert groups(chunked) == groups(whole)
@@ -276,7 +280,7 @@ def tables(draw, max_rows=60):
     d = draw(st.integers(1, 3))
     kinds, sizes, taxes, qs = [], [], [], []
     for _ in range(d):
-        kd = draw(st.sampled_from(mo.KINDS))
+        kd = draw(st.sampled_from(ms.KINDS))
         kinds.append(kd)
         if kd == "taxonomy":
             sizes.append(None)
@@ -290,7 +294,7 @@ def tables(draw, max_rows=60):
         qs.append(np.array(draw(st.lists(st.integers(0, hi), min_size=n, max_size=n))))
     c = draw(st.integers(0, 2))
     ss = [np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))) for _ in range(c)]
-    sc = mo.schema(kinds, sizes, taxonomies=taxes, sa_sizes=[4] * c)
+    sc = ms.schema(kinds, sizes, taxonomies=taxes, sa_sizes=[4] * c)
     return qs, ss, sc
 
 
@@ -301,21 +305,21 @@ def runs(draw):
     k = draw(st.integers(1, max(1, min(6, n))))
     l = draw(st.integers(1, 3)) if ss else None
     joint = bool(ss) and draw(st.booleans())
-    mode = draw(st.sampled_from(mo.MODES))
+    mode = draw(st.sampled_from(mc.MODES))
     return qs, ss, sc, k, l, joint, mode
 
 
 def make_pred(ss, sc, k, l, joint):
     """(predicate, channels, schema): joint l appends the SA-vector channel."""
     if l is None:
-        return mo.k_anonymity(k), ss, sc
+        return mp.k_anonymity(k), ss, sc
     if joint:
-        vec, keys = mo.sa_vector_codes(ss)
+        vec, keys = mc.sa_vector_codes(ss)
         ss = ss + [vec]
-        sc = mo.schema(sc.kinds, sc.sizes, taxonomies=sc.taxonomies,
+        sc = ms.schema(sc.kinds, sc.sizes, taxonomies=sc.taxonomies,
                        sa_sizes=list(sc.sa_sizes) + [len(keys)])
-        return mo.k_anonymity(k) & mo.distinct_l_diversity(l, [len(ss) - 1]), ss, sc
-    return mo.k_anonymity(k) & mo.distinct_l_diversity(l), ss, sc
+        return mp.k_anonymity(k) & mp.distinct_l_diversity(l, [len(ss) - 1]), ss, sc
+    return mp.k_anonymity(k) & mp.distinct_l_diversity(l), ss, sc
 
 
 def feasible(ss, pred, n):
@@ -381,8 +385,8 @@ def test_driver_equals_the_aggregate_decision_recursion(case):
     assert groups(res) == reference(qs, chans, sc2, pred, mode)
     # and no final partition has an allowable cut left
     for rows in groups(res)[:10]:
-        fs = mo.freq_sets([q[rows] for q in qs], [s[rows] for s in chans], sc2)
-        assert mo.choose_cut(fs, sc2, pred, mode=mode) is None
+        fs = mc.freq_sets([q[rows] for q in qs], [s[rows] for s in chans], sc2)
+        assert mc.choose_cut(fs, sc2, pred, mode=mode) is None
 
 
 @SETTINGS
@@ -424,11 +428,11 @@ def test_starting_from_the_first_cut_gives_the_same_partitions(case):
     if not feasible(chans, pred, qs[0].size):
         return
     whole = mo.partition(qs, chans, sc2, pred, mode=mode)
-    cut = mo.choose_cut(mo.freq_sets(qs, chans, sc2), sc2, pred, mode=mode)
+    cut = mc.choose_cut(mc.freq_sets(qs, chans, sc2), sc2, pred, mode=mode)
     if cut is None:
         assert whole.n_partitions == 1
         return
-    start = mo.assign(cut, qs, chans, sc2)
+    start = mc.assign(cut, qs, chans, sc2)
     again = mo.partition(qs, chans, sc2, pred, mode=mode, start=start)
     assert groups(again) == groups(whole)
     assert again.summaries() == whole.summaries()
@@ -439,7 +443,7 @@ def test_starting_from_the_first_cut_gives_the_same_partitions(case):
 def test_relaxed_halves_are_balanced(table, seed):
     # Every relaxed cut on a range QI gives size//2 and the rest; check the root cut.
     qs, ss, sc = table
-    cut = mo.choose_cut(mo.freq_sets(qs, ss, sc), sc, mo.k_anonymity(1), mode="relaxed")
+    cut = mc.choose_cut(mc.freq_sets(qs, ss, sc), sc, mp.k_anonymity(1), mode="relaxed")
     n = qs[0].size
     if cut is not None and cut.kind == "range":
         assert cut.sizes == (n // 2, n - n // 2)
@@ -450,7 +454,7 @@ def test_relaxed_halves_are_balanced(table, seed):
 # Bad input
 # --------------------------------------------------------------------------------------------
 
-SC1 = mo.schema(["numeric"], [4])
+SC1 = ms.schema(["numeric"], [4])
 
 BAD = [
     (lambda: mo.mondrian([[0, 1, 2]], kinds=["numeric"], k=5),
@@ -459,7 +463,7 @@ BAD = [
      "PA002", "QI 1 has 2 codes but QI 0 has 3"),
     (lambda: mo.mondrian([[0, 1, 2]], [[0, 1]], kinds=["numeric"], k=1),
      "PA002", "SA 0 has 2 codes but QI 0 has 3"),
-    (lambda: mo.partition([[0, 1, 2]], [], SC1, mo.k_anonymity(4)),
+    (lambda: mo.partition([[0, 1, 2]], [], SC1, mp.k_anonymity(4)),
      "PA002", "the table does not satisfy the predicate k_anonymity(4)"),
     (lambda: mo.mondrian([[0, 1, 2]], [[0, 0, 1]], kinds=["numeric"], l=3),
      "PA002", "l = 3 but the table has only 2 distinct values of SA 0"),
@@ -475,7 +479,7 @@ BAD = [
      "PA004", "QI 0 must be integer codes, not float64"),
     (lambda: mo.mondrian([[0, -1]], kinds=["numeric"], k=1),
      "PA004", "QI 0 has a negative code (-1)"),
-    (lambda: mo.partition([[0, 7]], [], SC1, mo.k_anonymity(1)),
+    (lambda: mo.partition([[0, 7]], [], SC1, mp.k_anonymity(1)),
      "PA004", "QI 0 has code 7, but the domain has 4 codes"),
     (lambda: mo.mondrian([[0, 1]], kinds=["numeric"], k=1, mode="loose"),
      "PA002", "mode 'loose' is not one of strict, relaxed"),
@@ -485,35 +489,35 @@ BAD = [
      "PA002", "k must be >= 1, not 0"),
     (lambda: mo.partition([[0, 1]], [], SC1, 10),
      "PA002", "predicate 10 is not callable"),
-    (lambda: mo.partition([[]], [], SC1, mo.k_anonymity(1)),
+    (lambda: mo.partition([[]], [], SC1, mp.k_anonymity(1)),
      "PA002", "the table is empty"),
-    (lambda: mo.partition([[0, 1]], [], SC1, mo.k_anonymity(1), start=[0]),
+    (lambda: mo.partition([[0, 1]], [], SC1, mp.k_anonymity(1), start=[0]),
      "PA002", "start has 1 ids for 2 rows"),
-    (lambda: mo.partition([[0, 1, 2, 3]], [], SC1, mo.k_anonymity(2), start=[0, 1, 1, 1]),
+    (lambda: mo.partition([[0, 1, 2, 3]], [], SC1, mp.k_anonymity(2), start=[0, 1, 1, 1]),
      "PA002", "initial partition 0 (1 rows) does not satisfy"),
-    (lambda: mo.partition([[0, 1]], [[0, 1]], SC1, mo.k_anonymity(1)),
+    (lambda: mo.partition([[0, 1]], [[0, 1]], SC1, mp.k_anonymity(1)),
      "PA002", "1 SA code arrays for a schema of 0 SA channels"),
-    (lambda: mo.partition([[0, 1]], [], SC1, mo.distinct_l_diversity(2)),
+    (lambda: mo.partition([[0, 1]], [], SC1, mp.distinct_l_diversity(2)),
      "PA002", "distinct l-diversity needs at least one SA channel"),
-    (lambda: mo.choose_cut([mo.freq_set([0, 1], [1, 1]), mo.freq_set([0], [3])],
-                           mo.schema(["numeric"] * 2, [4, 4]), mo.k_anonymity(1)),
+    (lambda: mc.choose_cut([mc.freq_set([0, 1], [1, 1]), mc.freq_set([0], [3])],
+                           ms.schema(["numeric"] * 2, [4, 4]), mp.k_anonymity(1)),
      "PA002", "QI 1: frequency set counts sum to 3, QI 0's to 2"),
-    (lambda: mo.choose_cut([mo.freq_set([0, 1], [1, 1])], mo.schema(["numeric"], [4], sa_sizes=[2]),
-                           mo.k_anonymity(1)),
+    (lambda: mc.choose_cut([mc.freq_set([0, 1], [1, 1])], ms.schema(["numeric"], [4], sa_sizes=[2]),
+                           mp.k_anonymity(1)),
      "PA002", "QI 0: the frequency set has 0 SA channels, the schema 1"),
-    (lambda: mo.freq_set([0, 1], [1, 0]), "PA002", "frequency set counts must be >= 1"),
-    (lambda: mo.schema(["numeric"], values=[[0, 2, 1]]),
+    (lambda: mc.freq_set([0, 1], [1, 0]), "PA002", "frequency set counts must be >= 1"),
+    (lambda: ms.schema(["numeric"], values=[[0, 2, 1]]),
      "PA002", "QI 0: values must be finite and strictly increasing"),
-    (lambda: mo.schema(["numeric"]), "PA002", "QI 0: the number of codes is not known"),
-    (lambda: mo.taxonomy({"*": ["a", "b"], "a": [0], "b": [0]}),
+    (lambda: ms.schema(["numeric"]), "PA002", "QI 0: the number of codes is not known"),
+    (lambda: ms.taxonomy({"*": ["a", "b"], "a": [0], "b": [0]}),
      "PA002", "taxonomy node 0 has more than one parent"),
-    (lambda: mo.taxonomy({"*": ["a"], "x": [1]}), "PA002", "the taxonomy has 2 roots"),
-    (lambda: mo.taxonomy({"*": ["a"], "a": ["*"]}, root="*"),
+    (lambda: ms.taxonomy({"*": ["a"], "x": [1]}), "PA002", "the taxonomy has 2 roots"),
+    (lambda: ms.taxonomy({"*": ["a"], "a": ["*"]}, root="*"),
      "PA002", "taxonomy root '*' is not a node without a parent"),
-    (lambda: mo.taxonomy({"*": ["a", "b"]}), "PA002", "taxonomy leaf node 'a' has no leaf code"),
-    (lambda: mo.taxonomy({"*": ["a", "b"], "a": [0], "b": [1]}, leaves={"*": [0, 1, 2]}),
+    (lambda: ms.taxonomy({"*": ["a", "b"]}), "PA002", "taxonomy leaf node 'a' has no leaf code"),
+    (lambda: ms.taxonomy({"*": ["a", "b"], "a": [0], "b": [1]}, leaves={"*": [0, 1, 2]}),
      "PA002", "taxonomy node '*': leaves lists [0, 1, 2] but its children cover [0, 1]"),
-    (lambda: mo.taxonomy(), "PA002", "give a taxonomy as children= or as parent="),
+    (lambda: ms.taxonomy(), "PA002", "give a taxonomy as children= or as parent="),
 ]
 
 

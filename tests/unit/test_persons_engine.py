@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 from pganon_engine.methods.generalization import gaa as ga
 from pganon_engine.models import predicates as models
 from pganon_engine.methods.generalization import mondrian as mo
+from pganon_engine.methods.generalization import mondrian_cuts as mc
+from pganon_engine.methods.generalization import mondrian_predicates as mp
+from pganon_engine.methods.generalization import mondrian_schema as ms
 from pganon_engine.methods.semantic import semantic as sm
 from pganon_engine.core.errors import EngineError
 from pganon_engine.hierarchy.tree import Hierarchy
@@ -100,13 +103,13 @@ def test_k_above_the_persons_and_whole_without_persons_are_refused():
 
 def test_cut_candidates_are_the_order_choose_cut_tries():
     per, age, day, sa = _visits(7, 40)
-    sc = mo.schema(["numeric", "numeric"], [30, 50], sa_sizes=[4])
-    pred = mo.all_of(mo.k_anonymity(5), mo.distinct_l_diversity(3))
-    fs = mo.freq_sets([age, day], [sa], sc)
-    cands = list(mo.cut_candidates(fs, sc))
+    sc = ms.schema(["numeric", "numeric"], [30, 50], sa_sizes=[4])
+    pred = mp.all_of(mp.k_anonymity(5), mp.distinct_l_diversity(3))
+    fs = mc.freq_sets([age, day], [sa], sc)
+    cands = list(mc.cut_candidates(fs, sc))
     assert [c.dim for c, _, _ in cands] == [0, 1]  # age is wider (29/29 vs 49/49 tie -> QI 0 first)
-    first = next(c for c, sizes, hists in cands if mo.parts_pass(pred, sizes, hists, sc))
-    assert mo.choose_cut(fs, sc, pred) == first
+    first = next(c for c, sizes, hists in cands if mc.parts_pass(pred, sizes, hists, sc))
+    assert mc.choose_cut(fs, sc, pred) == first
 
 
 def test_alpha_over_persons_is_persons_holding_a_value_over_persons():

@@ -1,5 +1,5 @@
-"""Unit tests for pganon_engine.methods.semantic.semantic (spec 003-msa-comparative.md §2.3, §3.2, §4.2-4.4,
-A10-A16, claim C8).
+"""Unit tests for pganon_engine.methods.semantic (semantic, rules, classes; spec
+003-msa-comparative.md §2.3, §3.2, §4.2-4.4, A10-A16, claim C8).
 
 The heart-disease fixture first (Table 2 -> Table 3's flagged class -> Table 4, with QID-NCP
 16.67% -> 61.11% and DM 27 -> 45 under the §4.4 conventions), then rule semantics (A12, A13),
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pganon_engine.methods.semantic import semantic as sm
+from pganon_engine.methods.semantic import rules as sr, semantic as sm
 from pganon_engine.core.errors import EngineError
 from pganon_engine.hierarchy.tree import Hierarchy
 
@@ -155,7 +155,7 @@ def test_a_rule_covering_the_whole_table_is_refused_before_merging():
 
 
 def rule(**kw):
-    return sm.parse_rules([dict(id="R", sa="s", **kw)])[0]
+    return sr.parse_rules([dict(id="R", sa="s", **kw)])[0]
 
 
 @pytest.mark.parametrize("r, value, expected", [
@@ -222,7 +222,7 @@ def tables(draw):
            {"name": "z", "kind": "categorical", "size": 5}]
     rules = []
     for i in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(sm.OPS))
+        op = draw(st.sampled_from(sr.OPS))
         r = {"id": f"R{i}", "sa": draw(st.sampled_from(["x", "y"])), "op": op}
         if op == "in":
             r["values"] = draw(st.lists(st.integers(0, 5), min_size=1, max_size=3))

@@ -1,11 +1,11 @@
 """The query-error workload lets a cancel through and is bounded (issue 12, "Why" 6): under
-`workload.ticking` every block of work calls the tick (the database's interrupt check); the
+`interrupts.ticking` every block of work calls the tick (the database's interrupt check); the
 person-aware measurement (ir_metrics) does too; more than MAX_QUERIES queries are refused."""
 
 import numpy as np
 import pytest
 from pganon_engine.core import interrupts
-from pganon_engine.metrics import ir_metrics, workload as wl
+from pganon_engine.metrics import estimate, ir_metrics, querygen, workload as wl
 from pganon_engine.core.errors import EngineError
 from pganon_engine.metrics.workload import Domain
 
@@ -27,13 +27,13 @@ class _Ticks:
 def test_every_stage_of_a_workload_ticks_under_ticking():
     doms = _domains()
     ticks = _Ticks()
-    with wl.ticking(ticks):
-        q = wl.make_queries(doms, 0.1, n=400, seed=3, chunk_elems=1 << 14)
+    with interrupts.ticking(ticks):
+        q = querygen.make_queries(doms, 0.1, n=400, seed=3, chunk_elems=1 << 14)
         drawn = ticks.n
         wl.true_counts(q, chunk_elems=1 << 14)
         counted = ticks.n
         cells = [((20 + i, 21 + i), "*") for i in range(0, 60, 2)]
-        wl.estimated_counts(q, cells, [10] * len(cells), chunk_elems=1 << 10)
+        estimate.estimated_counts(q, cells, [10] * len(cells), chunk_elems=1 << 10)
     assert drawn > 1 and counted - drawn >= (5000 * 400) // (1 << 14) and ticks.n > counted
     before = ticks.n
     wl.true_counts(q)                                    # outside the block: no tick, same answer
@@ -49,8 +49,8 @@ def test_a_tick_that_raises_stops_the_workload():
     def cancel():
         raise Cancelled
 
-    with pytest.raises(Cancelled), wl.ticking(cancel):
-        wl.make_queries(_domains(), 0.1, n=50, seed=1)
+    with pytest.raises(Cancelled), interrupts.ticking(cancel):
+        querygen.make_queries(_domains(), 0.1, n=50, seed=1)
     assert interrupts._tick is None                              # the block restores the previous tick
 
 
@@ -59,7 +59,7 @@ def test_person_measurement_ticks():
     doms = (Domain.numeric("age", lo=20, hi=69), Domain.categorical("sex", ["F", "M"]),
             Domain.categorical("sa", ["a", "b"]))
     ticks = _Ticks()
-    with wl.ticking(ticks):
+    with interrupts.ticking(ticks):
         cols = ir_metrics.record_columns([(p[1], p[2]) for p in persons], doms)
         ir_metrics.table_loss([(3, ((20, 25), frozenset({"F", "M"})))] * 5000, doms[:2])
     assert len(cols["age"]) == sum(len(p[2]) for p in persons) and ticks.n >= 2
@@ -71,5 +71,5 @@ def test_more_queries_than_the_bound_are_refused(n):
         wl.check_queries(n)
     assert exc.value.sqlstate == "PA002" and "100,000" in str(exc.value)
     with pytest.raises(EngineError):
-        wl.make_queries(_domains(50), 0.1, n=n, seed=1)
+        querygen.make_queries(_domains(50), 0.1, n=n, seed=1)
     wl.check_queries(wl.MAX_QUERIES)                     # the bound itself is allowed

@@ -1,5 +1,6 @@
 """The engine's one error type. Wrappers turn it into `plpy.error(..., sqlstate=, hint=)`, so a
-caller sees pganon's SQLSTATE (class PA, see sql/000-security.sql) and a hint naming the fix."""
+caller sees pganon's SQLSTATE (class PA, see sql/00-security/00-security.sql) and a hint naming
+the fix."""
 
 
 class EngineError(Exception):

@@ -76,6 +76,15 @@ def drop_temp(db, table):
         db.run(f"DROP TABLE {table}")
 
 
+def drop_work_tables(db):
+    """Drop the temp work tables an earlier publish of this transaction left (they live until
+    commit), so that several publishes can share one transaction (`pganon compare`)."""
+    for t in db.rows("SELECT relname::text AS name FROM pg_catalog.pg_class "
+                     "WHERE relnamespace = pg_catalog.pg_my_temp_schema() AND relkind = 'r' "
+                     "AND relname LIKE '\\_pganon\\_%'"):
+        db.run(f"DROP TABLE pg_temp.{db.ident(t['name'])}")
+
+
 def raise_as_sql(plpy, exc):
     """Re-raise an EngineError as a SQL error with pganon's SQLSTATE, hint and detail."""
     kw = {"sqlstate": exc.sqlstate}
@@ -111,3 +120,9 @@ class Phases:
         out = fn(*args, **kwargs)
         self.seconds[name] = round(time.perf_counter() - t0, 4)
         return out
+
+
+def pg_array(column):
+    """A PostgreSQL array literal of an integer column: the server parses one text value, where
+    plpy would convert a list element by element."""
+    return "{" + ",".join(map(str, column.tolist())) + "}"

@@ -14,7 +14,7 @@ import numpy as np
 from pganon_engine.core import params as P
 from pganon_engine.core.errors import invalid
 
-from . import joint, reconstruct, workload
+from . import estimate, joint, ncp, reconstruct
 
 THETAS = (0.05, 0.1, 0.2)
 
@@ -75,14 +75,14 @@ def _measure(orig, rel, workloads, thetas, queries, seed, qd):
     if nq:
         doms = _domains(orig, workloads)
         ncells, nweights = joint.workload_cells(orig, rel, split=False)
-        res["ncp_percent"] = workload.ncp_percent([c[:nq] for c in ncells], nweights, doms[:nq])
+        res["ncp_percent"] = ncp.ncp_percent([c[:nq] for c in ncells], nweights, doms[:nq])
     if queries:
         doms = doms or _domains(orig, workloads)
         cache = {}
 
         def prepared(j):  # the release as SA j's queries see it, parsed once for every theta
             if j not in cache:
-                cache[j] = workload.prepare(doms, *(joint.project(cells, weights, nq, j) if j is not None
+                cache[j] = estimate.prepare(doms, *(joint.project(cells, weights, nq, j) if j is not None
                                                     else (cells, weights)))
             return cache[j]
         are = {}

@@ -29,20 +29,20 @@ Decisions:
       of its published cells; a suppressed record costs |QI|; NLoss divides by
       (all original records) * |QI| (§3.8 item 7).
 - R5  Query estimate (Eq. 19, §3.8 items 12-14): a class is its QI cells plus its SA values as a
-      multiset with one entry per record, so `workload.estimated_counts` gives
+      multiset with one entry per record, so `estimate.estimated_counts` gives
       sum_Q prod_j |pred_j ∩ cell_j| / |cell_j| * (records of Q whose SA satisfies the SA
       predicate) - Eq. 19 with num counted in records (COUNT(*)).  Integer domains count
-      integers (|[a, b]| = b - a + 1), other numeric domains lengths (workload W2).  The true
-      counts come from the persons' records; queries with prec = 0 are skipped (workload W5).
+      integers (|[a, b]| = b - a + 1), other numeric domains lengths (estimate W2).  The true
+      counts come from the persons' records; queries with prec = 0 are skipped (querygen W5).
 - R6  Workload (§2.15, §3.8 item 14): `query_error` draws `n` seeded COUNT queries with
-      `workload.make_queries`: every query constrains the SA and λ QIs drawn at random
+      `querygen.make_queries`: every query constrains the SA and λ QIs drawn at random
       (qd = λ, always = the SA), at selectivity θ on the original records (scheme
       'selectivity', W3-W5: queries with prec = 0 are redrawn, never kept).  prec counts every
       original record, suppressed persons included (they are in D, not in D*); est sums over
       the published classes only.  The domains are the release's own (observed, overridden,
       or GeneIR's taxonomy), so a class cell and a predicate measure the same extent.
-- R7  Interrupts: the loops over persons and classes call `workload.interrupt_point` (a no-op
-      outside `workload.ticking`), so a cancel or statement_timeout reaches them inside the
+- R7  Interrupts: the loops over persons and classes call `core.interrupts.interrupt_point` (a
+      no-op outside `ticking`), so a cancel or statement_timeout reaches them inside the
       database.
 """
 
@@ -57,9 +57,10 @@ from fractions import Fraction
 import numpy as np
 
 from pganon_engine.core.errors import bad_data, invalid
+from pganon_engine.core.interrupts import interrupt_point
 
-from . import workload
-from .workload import CATEGORICAL, NUMERIC, SUPPRESSED, Domain, interrupt_point
+from . import estimate, querygen, workload
+from .workload import CATEGORICAL, NUMERIC, SUPPRESSED, Domain
 
 __all__ = [
     "domains_of",
@@ -342,7 +343,7 @@ def node_cell(h, node, kind):
 
 
 def query_cells(classes):
-    """(cells, counts) for `workload.estimated_counts`: classes are (QI cells, SA values of the
+    """(cells, counts) for `estimate.estimated_counts`: classes are (QI cells, SA values of the
     class's records); the SA cell is the multiset of those values."""
     cells, counts = [], []
     for i, (qi_cells, sa_values) in enumerate(classes):
@@ -390,7 +391,7 @@ def estimates(queries, classes):
     """Eq. 19 estimates of every query of a workload (QI domains then the SA domain) on a
     person-aware release given as (QI cells, SA values of the records) per class."""
     cells, counts = query_cells(classes)
-    return workload.estimated_counts(queries, cells, counts)
+    return estimate.estimated_counts(queries, cells, counts)
 
 
 def relative_errors(true, estimated):
@@ -462,7 +463,7 @@ def query_error(persons, release, sa="sa", *, lam=1, n=1000, theta=0.1, seed=0, 
         if isinstance(lam, bool) or not isinstance(lam, numbers.Integral) or not 1 <= lam <= d:
             raise invalid(f"the query dimension lambda = {lam!r} must be an integer in 1..{d} (the QIs "
                           "of the release)", hint=f"e.g. lambda = 1, or lambda = {d} for every QI")
-        queries = workload.make_queries(doms, theta, n=n, seed=seed, qd=int(lam), always=(sa,))
+        queries = querygen.make_queries(doms, theta, n=n, seed=seed, qd=int(lam), always=(sa,))
         true = queries.counts
     sa_of = {p[0]: p[2] for p in persons}
     classes = []
@@ -471,7 +472,7 @@ def query_error(persons, release, sa="sa", *, lam=1, n=1000, theta=0.1, seed=0, 
             interrupt_point()
         classes.append((c.cells, [v for pid in c.persons for v in sa_of[pid]]))
     est = estimates(queries, classes) if classes else np.zeros(len(queries))
-    err = workload.query_error(queries, true, est)
+    err = estimate.query_error(queries, true, est)
     on = queries.on_target
     return {"mean": err.mean, "median": err.median, "max": err.max, "queries": err.used, "skipped": err.skipped,
             "lambda": None if predicates is not None else int(lam),

@@ -47,7 +47,7 @@ import numpy as np
 
 from pganon_engine.core.errors import bad_data, invalid
 
-from . import workload
+from . import estimate, querygen, workload
 
 SUPPRESSED = "*"
 _RADIX_MAX = 1 << 62
@@ -467,23 +467,23 @@ def shared_workload(doms, n_qis, theta, n, seed, qd=2):
     qd = min(qd, len(qis))
     out = []
     if not sas:
-        return [(None, workload.make_queries(doms, theta, n=n, seed=seed, qis=qis, qd=qd, scheme="domain"))]
+        return [(None, querygen.make_queries(doms, theta, n=n, seed=seed, qis=qis, qd=qd, scheme="domain"))]
     per = [n // len(sas) + (1 if j < n % len(sas) else 0) for j in range(len(sas))]
     for j, sa in enumerate(sas):
         if per[j]:
-            out.append((j, workload.make_queries(doms, theta, n=per[j], seed=seed + j, qis=qis + [sa], qd=qd,
+            out.append((j, querygen.make_queries(doms, theta, n=per[j], seed=seed + j, qis=qis + [sa], qd=qd,
                                                  always=(sa,), scheme="domain")))
     return out
 
 
 def are(workloads, prepared):
     """Mean relative error over all queries of the workloads (eq. 8 / 003's ARE): `workloads`
-    as `shared_workload` returns them, `prepared(j)` the release `workload.prepare`d for SA j's
+    as `shared_workload` returns them, `prepared(j)` the release `estimate.prepare`d for SA j's
     queries (j None: the whole release)."""
     true, est = [], []
     for j, wl in workloads:
         true.append(wl.counts if wl.counts is not None else workload.true_counts(wl))
-        est.append(workload.estimated_counts(wl, prepared(j)))
+        est.append(estimate.estimated_counts(wl, prepared(j)))
     t, e = np.concatenate(true), np.concatenate(est)
-    err = workload.query_error(None, t, e)
+    err = estimate.query_error(None, t, e)
     return None if math.isnan(err.mean) else float(err.mean)

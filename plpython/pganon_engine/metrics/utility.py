@@ -13,7 +13,7 @@ import numpy as np
 from pganon_engine.core import coltypes
 from pganon_engine.core.plpy_adapter import drop_temp
 
-from . import workload
+from . import estimate, querygen, workload
 
 
 def _column_types(db, relation):
@@ -81,11 +81,11 @@ def _classes(db, qis, gt):
 def query_error(db, qis, snap, gt, theta=0.1, n=1000, seed=0):
     """Mean / median / max relative error of n seeded COUNT queries at selectivity theta."""
     doms = _domains(db, qis, snap)
-    queries = workload.make_queries(doms, theta, n=n, seed=seed)
+    queries = querygen.make_queries(doms, theta, n=n, seed=seed)
     cells, counts = _classes(db, qis, gt)
     true = workload.true_counts(queries)
-    est = workload.estimated_counts(queries, cells, counts)
-    err = workload.query_error(queries, true, est)
+    est = estimate.estimated_counts(queries, cells, counts)
+    err = estimate.query_error(queries, true, est)
     return {"theta": theta, "queries": int(err.used), "mean": float(err.mean), "median": float(err.median),
             "max": float(err.max), "seed": seed}
 

@@ -15,8 +15,10 @@ Memory: one SA value per row (a person's values are needed for the EIR l hitting
 """
 
 from pganon_engine.core.errors import bad_data, incomplete, invalid, unknown
+from pganon_engine.core.interrupts import ticking
 
 from . import ir_models, predicates as models
+from .aggregates import from_groups
 
 ALL = "all"  # model name that checks every model (with the thresholds given for each)
 # pganon.check / verifier names -> ir_models names (I1)
@@ -67,16 +69,16 @@ def _keyed(db, name, by, sa):
 
 
 def aggregates(db, name, qis, sas, joint):
-    """`models.Aggregates` of a relation; the joint scope's groupings only when asked."""
+    """The `Aggregates` of a relation; the joint scope's groupings only when asked."""
     if not sas:
-        return models.from_groups([], _keyed(db, name, qis, None).values())
+        return from_groups([], _keyed(db, name, qis, None).values())
     per_sa = {s: _keyed(db, name, qis, s) for s in sas}
     first = per_sa[sas[0]]
     classes = [(first[g][0], {s: per_sa[s][g][1][s] for s in sas}) for g in first]
     jt = None
     if joint and len(sas) > 1:
         jt = {s: list(_keyed(db, name, list(qis) + [o for o in sas if o != s], s).values()) for s in sas}
-    return models.from_groups(sas, classes, joint=jt)
+    return from_groups(sas, classes, joint=jt)
 
 
 def check_relation(db, relation, qis, sas, model, params=None):
@@ -135,7 +137,7 @@ def check_persons(db, relation, name, qis, sas, model, params):
     rows = db.rows(f"SELECT {_key(db, qis)} AS g, {per}::text AS p, array_agg({s}::text) AS v FROM {name} GROUP BY 1, 2")
     if not rows:
         raise bad_data(f"{name} has no rows to check", hint="check a relation with rows")
-    with ir_models.ticking(db.interruptible()):  # an exact min-HS of a huge class can take long
+    with ticking(db.interruptible()):  # an exact min-HS of a huge class can take long
         res = ir_models.check(ir, p, ir_models.classes_from_persons((r["g"], r["p"], r["v"]) for r in rows))
     j = res.as_json()
     value = j["value"]

@@ -1,27 +1,19 @@
-"""Privacy models, checked from aggregates (issue 4, point 5): k-anonymity, (alpha,k)-anonymity,
-distinct / entropy / recursive (c,l)-diversity, t-closeness (the L1 measure of spec 001 §3.2 and
-the EMD of Li et al. 2007 with equal, ordered or hierarchical ground distance), basic and
-enhanced beta-likeness, and delta-disclosure privacy.
+"""Privacy models, checked from aggregates (issue 4, point 5): the model registry (`MODELS` and
+the parsing of each model's parameters), the per-class admissibility test Mondrian/GAA take
+(`predicate`) and the achieved value per model that `pganon.check` reports (`check`).
+
+The models themselves live beside this module: `aggregates` (the validated input: histograms,
+classes, `Aggregates`, `from_groups` / `from_rows`), `diversity` (k-anonymity, (alpha,k),
+distinct / entropy / recursive (c,l)-diversity: judged on each class alone) and `distances`
+(t-closeness with its EMD ground distances, basic and enhanced beta-likeness, delta-disclosure:
+each class against the table's distribution).  This module is where a model is named, its
+thresholds parsed and its verdict decided, one source of truth for `predicate` and `check`.
 
 Why aggregates: every model here is a function of the equivalence classes' sizes and per-SA value
 counts, which the database computes with GROUP BY.  The engine then holds one histogram per
 (class, SA), never a row, so its memory grows with classes x values (DESIGN "Bounded memory").
-`from_rows` builds the same aggregates from plain rows: it is what the unit tests use and the
-reference of what the SQL must compute.  `pganon.check` reports the achieved value per model
-(`check`); Mondrian/GAA take a per-class admissibility test from `predicate`.
 
-Input model (plain data):
-
-- histogram: mapping ``value -> count`` of one SA (counts are integers >= 0; zeros are
-  dropped).  Values are compared by equality; NULL (None) and NaN are refused.
-- class: ``(size, {SA: histogram})``; every histogram of a class sums to its size (for k alone
-  the histograms may be omitted: ``(size, {})``).
-- `Aggregates(sas, classes, global_hists, joint)`: ``classes`` grouped by the QIs;
-  ``global_hists`` the table's histogram per SA; ``joint[s]`` (several SAs only) the classes
-  grouped by the QIs and every SA other than ``s``, each ``(size, {s: histogram})``.  Build it
-  with `from_groups` (SQL output) or `from_rows`.
-
-Decisions:
+Decisions (M3-M4 are stated in `diversity`, M5-M7 in `distances`):
 
 - M1  Scopes.  'attribute' (pyCANON ``gen=True``): classes = GROUP BY QIs, each SA judged on its
       own histogram.  'joint' (pyCANON ``gen=False``): for SA s the classes are GROUP BY QIs +
@@ -36,36 +28,6 @@ Decisions:
       ratio q/p; the enhanced-beta bound is -ln p of the exactly rounded p.  The entropy test
       H >= ln l is exact: when |H - ln l| <= 1e-9 it is decided in integers,
       n'^n' * b^n' >= a^n' * prod c'^c' with l = a/b and counts divided by their gcd.
-- M3  Entropy l (spec 001 Def. 11): value exp(min_C H(C)), a real >= 1.  pyCANON reports the
-      int() of its own double; for an exactly uniform class that can be one less (three equal
-      counts give 2 there, 3.0 here).
-- M4  Recursive (c,l), reading 'standard' (Machanavajjhala et al. 2007): counts sorted
-      descending r1 >= ... >= rm; a class holds iff r1 < c (r_l + ... + r_m).  Achieved: l =
-      the distinct l of the scope unless the parameter l is given; c = the smallest integer
-      for which every class holds = max floor(r1 / tail) + 1, infinity when a class has fewer
-      than l values.  l < 2: c undefined (None), as pyCANON.  Reading 'pycanon' reproduces
-      pyCANON 1.3.6: counts sorted ascending (r1 is the least frequent count) and l = the
-      distinct l of the attribute scope even in the joint scope; a class with fewer than l
-      values gives c = infinity where pyCANON raises OverflowError.  The default is
-      'standard' because pyCANON's c is 1 or 2 whatever the data, which would pass almost any
-      requested c.
-- M5  t-closeness: 'l1' = sum |q - p| (spec 001 §3.2, range [0, 2]); 'equal' = EMD with equal
-      ground distance = L1 / 2 (total variation); 'ordered' = EMD with ordered distance
-      |i - j| / (m - 1) over the m values of the global histogram in order (a numeric sort
-      when every value is a number, Decimal included, else the caller's ``order``, which
-      must list every value; listed values absent from the table are ignored; m = 1 gives 0);
-      'hierarchical' = EMD with distance height(LCA) / H, computed bottom-up as
-      sum height(N) * min(pos, neg) / H (Li et al. 2007, §4.2), height(N) = longest edge path
-      from N down to a leaf, H = height(root); SA values must be leaves.  'auto' (default) =
-      pyCANON's choice: 'ordered' for numeric values, else 'equal'.
-- M6  beta-likeness: basic = max over classes and values of (q - p) / p (the max is >= 0, so
-      restricting to q > p changes nothing).  Enhanced, 'standard' (Cao & Karras 2012): a
-      class holds beta iff (q - p) / p <= min(beta, -ln p) for every value with q > p; the
-      achieved beta is the basic one when every gain is <= -ln p, else infinity.  Enhanced,
-      'pycanon': max over values of min(basic beta of the SA, -ln p) = min(basic, -ln p_min).
-- M7  delta-disclosure, 'standard' (Brickell & Shmatikov 2008): |ln(q / p)| < delta for every
-      value of the global histogram (strict); a class missing a value gives infinity.
-      'pycanon': values absent from the class are skipped.
 - M8  The global histogram defaults to the sum of the classes (the checked table itself); a
       given one must contain every value seen in a class (p > 0), e.g. the whole table for
       `predicate`.
@@ -79,18 +41,16 @@ Decisions:
 
 import math
 import numbers
-from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 
-from pganon_engine.core.errors import bad_data, invalid, unknown
+from pganon_engine.core.errors import invalid, unknown
+
+from . import distances, diversity
+from .aggregates import INF, READINGS, Aggregates, choice, count, covered, hist, integer
 
 SCOPES = ("attribute", "joint")
-READINGS = ("standard", "pycanon")
-DISTANCES = ("auto", "l1", "equal", "ordered", "hierarchical")
-INF = math.inf
-_EPS_ENTROPY = 1e-9
 
 # model -> (threshold parameters, option parameters)
 MODELS = {
@@ -107,491 +67,8 @@ MODELS = {
 
 
 # --------------------------------------------------------------------------------------------
-# Input: histograms, classes, aggregates
-# --------------------------------------------------------------------------------------------
-
-
-def _is_null(v):
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _count(c, what):
-    if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 0:
-        raise invalid(f"{what}: a count must be an integer >= 0, not {c!r}")
-    return int(c)
-
-
-def _hist(h, what):
-    """A clean histogram: dict value -> positive int (zeros dropped)."""
-    if not hasattr(h, "items"):
-        raise invalid(f"{what} must be a mapping value -> count, not {type(h).__name__}")
-    out = {}
-    for v, c in h.items():
-        if _is_null(v):
-            raise bad_data(f"{what} has a NULL value",
-                           hint="filter or impute NULL sensitive values before checking")
-        c = _count(c, what)
-        if c:
-            out[v] = c
-    return out
-
-
-def _sas(sas):
-    if isinstance(sas, str) or sas is None:
-        raise invalid("sas must be a list of sensitive attribute names", hint="e.g. ['disease']")
-    sas = tuple(sas)
-    if len(set(sas)) != len(sas):
-        raise invalid(f"sensitive attributes listed twice: {sorted({s for s in sas if sas.count(s) > 1})}")
-    return sas
-
-
-def _class(cls, sas, what, need_hists=True):
-    try:
-        size, hists = cls
-    except (TypeError, ValueError):
-        raise invalid(f"{what} must be a pair (size, {{SA: histogram}}), not {cls!r}") from None
-    size = _count(size, f"{what} size")
-    if size == 0:
-        raise invalid(f"{what} is empty (size 0)", hint="leave empty classes out")
-    hists = hists or {}
-    out = {}
-    for s in sas:
-        if s not in hists:
-            if need_hists:
-                raise invalid(f"{what} has no histogram for sensitive attribute {s!r}",
-                              hint=f"give one per SA: {list(sas)}")
-            continue
-        h = _hist(hists[s], f"{what}, SA {s!r}")
-        if sum(h.values()) != size:
-            raise invalid(f"{what}: the histogram of {s!r} counts {sum(h.values())} rows but the "
-                          f"class has {size}", hint="every SA histogram of a class sums to its size")
-        out[s] = h
-    return size, out
-
-
-@dataclass(frozen=True)
-class Aggregates:
-    """What every model needs (see the module docstring).  Build with `from_groups`/`from_rows`."""
-
-    sas: tuple
-    classes: tuple
-    global_hists: dict
-    joint: dict = None
-
-    def scope_classes(self, sa, scope):
-        """The histograms of ``sa`` in the classes of ``scope`` (M1)."""
-        if scope == "joint" and len(self.sas) > 1:
-            if self.joint is None:
-                raise invalid("the joint scope needs the classes grouped by the QIs and the other SAs",
-                              hint="give joint= to from_groups (GROUP BY qis + other SAs per SA)")
-            return [h[sa] for _, h in self.joint[sa]]
-        return [h[sa] for _, h in self.classes]
-
-
-def from_groups(sas, classes, global_hists=None, joint=None):
-    """Validate the GROUP BY output into `Aggregates`.
-
-    sas           sensitive attribute names (order kept)
-    classes       iterable of (size, {SA: {value: count}}) grouped by the QIs
-    global_hists  {SA: {value: count}} of the table; default the sum of the classes (M8)
-    joint         {SA: iterable of (size, {SA: {value: count}})} grouped by QIs + the other SAs
-    """
-    sas = _sas(sas)
-    classes = tuple(_class(c, sas, f"class {i + 1}") for i, c in enumerate(classes))
-    if not classes:
-        raise invalid("no equivalence classes: the table is empty", hint="check a non-empty table")
-    glob = {}
-    for s in sas:
-        if global_hists is None:
-            total = Counter()
-            for _, h in classes:
-                total.update(h[s])
-            glob[s] = dict(total)
-            continue
-        if s not in global_hists:
-            raise invalid(f"global_hists has no histogram for sensitive attribute {s!r}")
-        glob[s] = _hist(global_hists[s], f"global histogram of {s!r}")
-        for i, (_, h) in enumerate(classes):
-            _covered(h[s], glob[s], s, f"class {i + 1}")
-    jt = None
-    if joint is not None:
-        jt = {}
-        for s in sas:
-            if s not in joint:
-                raise invalid(f"joint has no classes for sensitive attribute {s!r}",
-                              hint="one class list per SA, grouped by the QIs and the other SAs")
-            jt[s] = tuple(_class(c, (s,), f"joint class {i + 1} of {s!r}") for i, c in enumerate(joint[s]))
-            for i, (_, h) in enumerate(jt[s]):
-                _covered(h[s], glob[s], s, f"joint class {i + 1}")
-            if sum(n for n, _ in jt[s]) != sum(n for n, _ in classes):
-                raise invalid(f"the joint classes of {s!r} hold {sum(n for n, _ in jt[s])} rows, "
-                              f"the QI classes {sum(n for n, _ in classes)}",
-                              hint="both groupings must cover the same rows")
-    return Aggregates(sas=sas, classes=classes, global_hists=glob, joint=jt)
-
-
-def _covered(h, g, sa, what):
-    missing = [v for v in h if v not in g]
-    if missing:
-        raise invalid(f"{what} has value(s) {sorted(map(repr, missing))[:5]} of {sa!r} that the "
-                      f"global histogram lacks", hint="the global histogram must cover the table")
-
-
-def from_rows(rows, qis, sas, columns=None):
-    """The aggregates of raw rows: classes = GROUP BY qis (first-appearance order), the global
-    histograms, and for several SAs the joint classes (GROUP BY qis + the other SAs).  NULL QI
-    values form their own group, as GROUP BY does.
-
-    rows     iterable of mappings column -> value, or of sequences when ``columns`` names them
-    """
-    qis, sas = list(qis), _sas(sas)
-    cols = None if columns is None else {c: i for i, c in enumerate(columns)}
-    for c in qis + list(sas):
-        if cols is not None and c not in cols:
-            raise unknown(f"column {c!r} is not among the columns {list(columns)}")
-    recs = []
-    for r in rows:
-        get = (lambda c, r=r: r[cols[c]]) if cols is not None else r.__getitem__
-        try:
-            recs.append((tuple(get(q) for q in qis), tuple(get(s) for s in sas)))
-        except KeyError as e:
-            raise unknown(f"a row has no column {e.args[0]!r}") from None
-
-    def group(key):
-        out = {}
-        for q, s in recs:
-            g = out.setdefault(key(q, s), [0, {a: Counter() for a in sas}])
-            g[0] += 1
-            for a, v in zip(sas, s):
-                g[1][a][v] += 1
-        return [(n, {a: dict(h) for a, h in hs.items()}) for n, hs in out.values()]
-
-    classes = group(lambda q, s: q)
-    joint = None
-    if len(sas) > 1:
-        joint = {}
-        for i, a in enumerate(sas):
-            joint[a] = [(n, {a: h[a]}) for n, h in
-                        group(lambda q, s, i=i: q + s[:i] + s[i + 1:])]
-    return from_groups(sas, classes, joint=joint)
-
-
-# --------------------------------------------------------------------------------------------
-# Per-class measures (one SA)
-# --------------------------------------------------------------------------------------------
-
-
-def _entropy(h):
-    n = sum(h.values())
-    return -math.fsum((c / n) * math.log(c / n) for c in h.values())
-
-
-def _entropy_at_least(h, l):
-    """H(h) >= ln l, exactly (M2)."""
-    d = _entropy(h) - math.log(l)
-    if d > _EPS_ENTROPY:
-        return True
-    if d < -_EPS_ENTROPY:
-        return False
-    g = 0
-    for c in h.values():
-        g = math.gcd(g, c)
-    cs = [c // g for c in h.values()]
-    n = sum(cs)
-    a, b = Fraction(l).as_integer_ratio()
-    rhs = a ** n
-    for c in cs:
-        rhs *= c ** c
-    return n ** n * b ** n >= rhs
-
-
-def _tail(h, l, descending):
-    r = sorted(h.values(), reverse=descending)
-    return r[0], sum(r[l - 1:])
-
-
-def _recursive_c(h, l, reading):
-    """Smallest integer c with r1 < c * tail (M4); infinity if the class has fewer than l values."""
-    r1, tail = _tail(h, l, reading == "standard")
-    return INF if tail == 0 else r1 // tail + 1
-
-
-class _Global:
-    """One SA's global histogram with what the distances need, prepared once."""
-
-    def __init__(self, sa, hist, distance="equal", order=None, parents=None):
-        self.sa = sa
-        self.p = hist
-        self.N = sum(hist.values())
-        if not self.N:
-            raise invalid(f"the global histogram of {sa!r} is empty")
-        self.values = list(hist)
-        self._bounds = {}
-        if distance == "auto":
-            distance = "ordered" if all(_numeric(v) for v in self.values) else "equal"
-        self.distance = distance
-        if distance == "ordered":
-            self.values = _ordered(sa, self.values, order)
-        elif distance == "hierarchical":
-            self.tree = _Tree(sa, parents, self.values)
-
-    def diffs(self, h, n):
-        """Per global value, (c_v N - P_v n): q - p in units of 1 / (n N)."""
-        return {v: h.get(v, 0) * self.N - pv * n for v, pv in self.p.items()}
-
-    def t(self, h):
-        """t of one class as an exact Fraction (M5)."""
-        n = sum(h.values())
-        if self.distance in ("l1", "equal"):
-            # values absent from the class contribute P_v n each
-            inside = sum(abs(c * self.N - self.p[v] * n) for v, c in h.items())
-            absent = n * (self.N - sum(self.p[v] for v in h))
-            return Fraction(inside + absent, (1 if self.distance == "l1" else 2) * n * self.N)
-        d = self.diffs(h, n)
-        if self.distance == "ordered":
-            m = len(self.values)
-            if m == 1:
-                return Fraction(0)
-            cum, tot = 0, 0
-            for v in self.values:
-                cum += d[v]
-                tot += abs(cum)
-            return Fraction(tot, n * self.N * (m - 1))
-        return self.tree.emd(d, n * self.N)
-
-    def beta(self, h):
-        """max (q - p) / p of one class, exact.  Values absent from the class give -1, and some
-        present value has q >= p, so the max over the present values is the max over all."""
-        n = sum(h.values())
-        return max(Fraction(c, self.p[v]) for v, c in h.items()) * Fraction(self.N, n) - 1
-
-    def enhanced_ok(self, h, beta):
-        """Enhanced beta-likeness of one class (M6, 'standard'); beta=INF tests feasibility."""
-        n = sum(h.values())
-        for v, c in h.items():
-            pv = self.p[v]
-            if c * self.N > pv * n:
-                g = float(Fraction(c * self.N - pv * n, pv * n))
-                if g > beta or g > self._bound(v):
-                    return False
-        return True
-
-    def _bound(self, v):
-        """-ln p of a value (the enhanced beta cap), cached."""
-        b = self._bounds.get(v)
-        if b is None:
-            b = self._bounds[v] = -math.log(float(Fraction(self.p[v], self.N)))
-        return b
-
-    def delta(self, h, reading):
-        """max |ln(q / p)| of one class (M7)."""
-        if reading == "standard" and len(h) < len(self.p):
-            return INF
-        n = sum(h.values())
-        return max(abs(math.log(Fraction(c * self.N, self.p[v] * n))) for v, c in h.items())
-
-    def p_min(self):
-        return Fraction(min(self.p.values()), self.N)
-
-
-def _numeric(v):
-    """A number (PostgreSQL numeric arrives as Decimal); booleans are not."""
-    return isinstance(v, (numbers.Real, Decimal)) and not isinstance(v, bool)
-
-
-def _ordered(sa, values, order):
-    if order is None:
-        if not all(_numeric(v) for v in values):
-            odd = [v for v in values if not _numeric(v)][:3]
-            raise invalid(f"ordered distance for {sa!r} needs an order: values {odd!r} are not numbers",
-                          hint=f"give order: {{{sa!r}: [v1, v2, ...]}} listing every value")
-        return sorted(values)
-    if isinstance(order, (str, bytes)) or not hasattr(order, "__iter__"):
-        raise invalid(f"order of {sa!r} must be a list of values, not {order!r}")
-    pos = {}
-    for i, v in enumerate(order):
-        if v in pos:
-            raise invalid(f"order of {sa!r} lists {v!r} twice")
-        pos[v] = i
-    missing = [v for v in values if v not in pos]
-    if missing:
-        raise invalid(f"order of {sa!r} does not list value(s) {sorted(map(repr, missing))[:5]}",
-                      hint="the order must list every value of the attribute")
-    return sorted(values, key=pos.__getitem__)
-
-
-class _Tree:
-    """A value hierarchy as parent pointers ``node -> parent`` (root: parent None or not a key),
-    pruned to the ancestors of the table's values (M5)."""
-
-    def __init__(self, sa, parents, values):
-        if not hasattr(parents, "items"):
-            raise invalid(f"hierarchical distance for {sa!r} needs a hierarchy",
-                          hint=f"give hierarchy: {{{sa!r}: {{node: parent, ...}}}}")
-        parent = {}
-        for node, par in parents.items():
-            if _is_null(node):
-                raise invalid(f"the hierarchy of {sa!r} has a NULL node")
-            parent[node] = None if _is_null(par) else par
-        for par in list(parent.values()):
-            if par is not None and par not in parent:
-                parent[par] = None
-        roots = [x for x, par in parent.items() if par is None]
-        if len(roots) != 1:
-            raise invalid(f"the hierarchy of {sa!r} has {len(roots)} roots {roots[:5]!r}; it needs one",
-                          hint="add a common root as the parent of the top nodes")
-        children = {x: [] for x in parent}
-        for x, par in parent.items():
-            if par is not None:
-                children[par].append(x)
-        # heights bottom-up over a DFS from the root; nodes not reached lie on a cycle.
-        order, stack = [], [roots[0]]
-        while stack:
-            x = stack.pop()
-            order.append(x)
-            stack.extend(children[x])
-        if len(order) != len(parent):
-            bad = [x for x in parent if x not in set(order)][:5]
-            raise invalid(f"the hierarchy of {sa!r} has a cycle through {bad!r}")
-        height = {}
-        for x in reversed(order):
-            height[x] = 1 + max((height[c] for c in children[x]), default=-1)
-        self.H = height[roots[0]]
-        for v in values:
-            if v not in parent:
-                raise unknown(f"value {v!r} of {sa!r} is not in its hierarchy",
-                              hint="add it as a leaf of the hierarchy")
-            if children[v]:
-                raise invalid(f"value {v!r} of {sa!r} is an inner node of its hierarchy",
-                              hint="sensitive values must be leaves")
-        keep = set()
-        for v in values:
-            while v is not None and v not in keep:
-                keep.add(v)
-                v = parent[v]
-        self.leaves = set(values)
-        # inner nodes children-first, each with its kept children and its height
-        self.inner = [(x, [c for c in children[x] if c in keep], height[x])
-                      for x in reversed(order) if x in keep and x not in self.leaves]
-
-    def emd(self, d, denom):
-        if self.H == 0:
-            return Fraction(0)
-        extra = dict(d)
-        cost = 0
-        for x, kids, hx in self.inner:
-            pos = sum(extra[c] for c in kids if extra[c] > 0)
-            neg = -sum(extra[c] for c in kids if extra[c] < 0)
-            cost += hx * min(pos, neg)
-            extra[x] = pos - neg
-        return Fraction(cost, denom * self.H)
-
-
-# --------------------------------------------------------------------------------------------
-# One function per model (one SA, list of class histograms)
-# --------------------------------------------------------------------------------------------
-
-
-def _hists(hists, what="class"):
-    out = [_hist(h, f"{what} {i + 1}") for i, h in enumerate(hists)]
-    if not out or any(not h for h in out):
-        raise invalid("every class needs a non-empty histogram, and there must be a class")
-    return out
-
-
-def _global(sa, hists, global_hist, **kw):
-    if global_hist is None:
-        total = Counter()
-        for h in hists:
-            total.update(h)
-        g = dict(total)
-    else:
-        g = _hist(global_hist, "global histogram")
-        for i, h in enumerate(hists):
-            _covered(h, g, sa, f"class {i + 1}")
-    return _Global(sa, g, **kw)
-
-
-def k_anonymity(sizes):
-    """The largest k: the smallest class size."""
-    sizes = [_count(n, "class size") for n in sizes]
-    if not sizes or min(sizes) == 0:
-        raise invalid("k-anonymity needs at least one non-empty class")
-    return min(sizes)
-
-
-def alpha(hists):
-    """The alpha of (alpha,k)-anonymity for one SA: the largest share of one value in a class."""
-    return float(max(Fraction(max(h.values()), sum(h.values())) for h in _hists(hists)))
-
-
-def distinct_l(hists):
-    """The l of distinct l-diversity: the fewest distinct values in a class."""
-    return min(len(h) for h in _hists(hists))
-
-
-def entropy_l(hists):
-    """The l of entropy l-diversity: exp of the smallest class entropy (M3)."""
-    return math.exp(min(_entropy(h) for h in _hists(hists)))
-
-
-def recursive_cl(hists, l=None, reading="standard"):
-    """Recursive (c,l)-diversity as (c, l): l the distinct l unless given; c the smallest integer
-    c for which every class holds (INF if some class has fewer than l values; None if l < 2)."""
-    hists = _hists(hists)
-    _choice(reading, READINGS, "reading")
-    l = distinct_l(hists) if l is None else _int(l, "l", 1)
-    if l < 2:
-        return None, l
-    return max(_recursive_c(h, l, reading) for h in hists), l
-
-
-def t_closeness(hists, global_hist=None, distance="auto", order=None, parents=None, sa="SA"):
-    """The t of t-closeness: the largest class distance to the global histogram (M5)."""
-    _choice(distance, DISTANCES, "distance")
-    hists = _hists(hists)
-    g = _global(sa, hists, global_hist, distance=distance, order=order, parents=parents)
-    return float(max(g.t(h) for h in hists))
-
-
-def beta_likeness(hists, global_hist=None, enhanced=False, reading="standard", sa="SA"):
-    """The beta of basic (or enhanced) beta-likeness (M6)."""
-    _choice(reading, READINGS, "reading")
-    hists = _hists(hists)
-    g = _global(sa, hists, global_hist)
-    return _enhanced(g, hists, reading) if enhanced else float(max(g.beta(h) for h in hists))
-
-
-def _enhanced(g, hists, reading):
-    basic = float(max(g.beta(h) for h in hists))
-    if reading == "pycanon":
-        return min(basic, -math.log(float(g.p_min())))
-    return basic if all(g.enhanced_ok(h, INF) for h in hists) else INF
-
-
-def delta_disclosure(hists, global_hist=None, reading="standard", sa="SA"):
-    """The delta of delta-disclosure privacy: the largest |ln(q / p)| (M7)."""
-    _choice(reading, READINGS, "reading")
-    hists = _hists(hists)
-    g = _global(sa, hists, global_hist)
-    return max(g.delta(h, reading) for h in hists)
-
-
-# --------------------------------------------------------------------------------------------
 # Parameters
 # --------------------------------------------------------------------------------------------
-
-
-def _choice(v, options, name):
-    if v not in options:
-        raise invalid(f"{name} must be one of {', '.join(map(repr, options))}, not {v!r}")
-    return v
-
-
-def _int(v, name, minimum):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
-        raise invalid(f"parameter {name} must be an integer >= {minimum}, not {v!r}")
-    return int(v)
 
 
 def _number(v, name, lo, hi=INF, lo_open=False):
@@ -618,15 +95,15 @@ def _params(model, params):
     if extra:
         raise invalid(f"unknown parameter(s) {extra} for model {model}",
                       hint=f"parameters of {model}: {sorted(thresholds + options)}")
-    p = {"scope": _choice(params.get("scope", "attribute"), SCOPES, "scope"),
-         "reading": _choice(params.get("reading", "standard"), READINGS, "reading")}
+    p = {"scope": choice(params.get("scope", "attribute"), SCOPES, "scope"),
+         "reading": choice(params.get("reading", "standard"), READINGS, "reading")}
     if "k" in params:
-        p["k"] = _int(params["k"], "k", 1)
+        p["k"] = integer(params["k"], "k", 1)
     if "l" in params:
         if model == "entropy_l_diversity":
             p["l"] = _number(params["l"], "l", 1)
         else:
-            p["l"] = _int(params["l"], "l", 2 if model == "recursive_cl_diversity" else 1)
+            p["l"] = integer(params["l"], "l", 2 if model == "recursive_cl_diversity" else 1)
     if "alpha" in params:
         p["alpha"] = _number(params["alpha"], "alpha", 0, 1, lo_open=True)
     if "c" in params:
@@ -650,11 +127,11 @@ def _distance(p, sa):
     d = p["distance"]
     if hasattr(d, "items"):
         d = d.get(sa, "auto")
-    return _choice(d, DISTANCES, f"distance of {sa!r}")
+    return choice(d, distances.DISTANCES, f"distance of {sa!r}")
 
 
 def _globals(model, p, sas, global_hists):
-    """Per SA a prepared `_Global` for the models that need the global distribution."""
+    """Per SA a prepared `distances.Global` for the models that need the global distribution."""
     if model not in ("t_closeness", "basic_beta_likeness", "enhanced_beta_likeness", "delta_disclosure"):
         return {}
     if global_hists is None:
@@ -663,12 +140,12 @@ def _globals(model, p, sas, global_hists):
     for s in sas:
         if s not in global_hists:
             raise invalid(f"global histograms lack sensitive attribute {s!r}")
-        h = _hist(global_hists[s], f"global histogram of {s!r}")
+        h = hist(global_hists[s], f"global histogram of {s!r}")
         if model == "t_closeness":
-            out[s] = _Global(s, h, distance=_distance(p, s), order=p["order"].get(s),
+            out[s] = distances.Global(s, h, distance=_distance(p, s), order=p["order"].get(s),
                              parents=p["hierarchy"].get(s))
         else:
-            out[s] = _Global(s, h)
+            out[s] = distances.Global(s, h)
     return out
 
 
@@ -696,15 +173,15 @@ def _class_test(model, p, g):
     if model == "l_diversity":
         return lambda n, hs: all(len(h) >= p["l"] for h in hs.values())
     if model == "entropy_l_diversity":
-        return lambda n, hs: all(_entropy_at_least(h, p["l"]) for h in hs.values())
+        return lambda n, hs: all(diversity.entropy_at_least(h, p["l"]) for h in hs.values())
     if model == "recursive_cl_diversity":
         c, l = Fraction(p["c"]), p["l"]
         if p["reading"] == "pycanon":
-            return lambda n, hs: all(_recursive_c(h, l, "pycanon") <= c for h in hs.values())
+            return lambda n, hs: all(diversity.recursive_c(h, l, "pycanon") <= c for h in hs.values())
 
         def rec(n, hs):
             for h in hs.values():
-                r1, tail = _tail(h, l, True)
+                r1, tail = diversity.r1_and_tail(h, l, True)
                 if not r1 < c * tail:
                     return False
             return True
@@ -750,8 +227,8 @@ def predicate(model, params, global_hists=None):
     test = _class_test(model, p, g)
 
     def admissible(size, sa_histograms):
-        size = _count(size, "class size")
-        hs = {s: _hist(h, f"histogram of {s!r}") for s, h in (sa_histograms or {}).items()}
+        size = count(size, "class size")
+        hs = {s: hist(h, f"histogram of {s!r}") for s, h in (sa_histograms or {}).items()}
         if g and any(s not in g for s in hs):
             raise invalid(f"no global histogram for SA(s) {sorted(s for s in hs if s not in g)}")
         return test(size, hs)
@@ -815,7 +292,7 @@ def check(model, params, agg):
     if g:
         for s in sas:
             for i, h in enumerate(agg.scope_classes(s, scope)):
-                _covered(h, g[s].p, s, f"class {i + 1}")
+                covered(h, g[s].p, s, f"class {i + 1}")
     k = min(n for n, _ in agg.classes)
     per_sa = {}
 
@@ -825,25 +302,25 @@ def check(model, params, agg):
     if model == "k_anonymity":
         value = k
     elif model == "alpha_k_anonymity":
-        per_sa = each(lambda s, hs: alpha(hs))
+        per_sa = each(lambda s, hs: diversity.alpha(hs))
         value = (max(per_sa.values()), k)
     elif model == "l_diversity":
-        per_sa = each(lambda s, hs: distinct_l(hs))
+        per_sa = each(lambda s, hs: diversity.distinct_l(hs))
         value = min(per_sa.values())
     elif model == "entropy_l_diversity":
-        per_sa = each(lambda s, hs: entropy_l(hs))
+        per_sa = each(lambda s, hs: diversity.entropy_l(hs))
         value = min(per_sa.values())
     elif model == "recursive_cl_diversity":
         l = p.get("l")
         if l is None:
             by = "attribute" if p["reading"] == "pycanon" else scope
-            l = min(distinct_l(agg.scope_classes(s, by)) for s in sas)
+            l = min(diversity.distinct_l(agg.scope_classes(s, by)) for s in sas)
         p["l"] = l
         if l < 2:
             per_sa = {s: None for s in sas}
             value = (None, l)
         else:
-            per_sa = each(lambda s, hs: max(_recursive_c(h, l, p["reading"]) for h in hs))
+            per_sa = each(lambda s, hs: max(diversity.recursive_c(h, l, p["reading"]) for h in hs))
             value = (max(per_sa.values()), l)
     elif model == "t_closeness":
         per_sa = each(lambda s, hs: float(max(g[s].t(h) for h in hs)))
@@ -852,7 +329,7 @@ def check(model, params, agg):
         per_sa = each(lambda s, hs: float(max(g[s].beta(h) for h in hs)))
         value = max(per_sa.values())
     elif model == "enhanced_beta_likeness":
-        per_sa = each(lambda s, hs: _enhanced(g[s], hs, p["reading"]))
+        per_sa = each(lambda s, hs: distances.enhanced_beta(g[s], hs, p["reading"]))
         value = max(per_sa.values())
     else:
         per_sa = each(lambda s, hs: max(g[s].delta(h, p["reading"]) for h in hs))

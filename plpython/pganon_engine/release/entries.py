@@ -90,6 +90,6 @@ def run(db, entry, arguments):
     if fn is None:
         raise invalid(f"unknown engine entry {entry!r}")
     kwargs = json.loads(arguments) if isinstance(arguments, str) else (arguments or {})
-    from pganon_engine.metrics.workload import ticking
+    from pganon_engine.core.interrupts import ticking
     with ticking(db.interruptible()):   # every entry's long loops let a cancel through
         return json.dumps(fn(db, **kwargs))

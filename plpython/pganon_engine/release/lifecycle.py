@@ -16,7 +16,7 @@ their thresholds.
 
 import json
 
-from pganon_engine.core.errors import EngineError, invalid, unknown
+from pganon_engine.core.errors import EngineError, invalid, unknown, unsatisfiable
 from pganon_engine.risk import assess as risk, linkage
 
 PROMISE_LAYOUT_KEYS = ("model", "k", "l", "c", "c_f", "mode", "relaxed", "p", "sc", "privacy", "min_group",
@@ -144,3 +144,14 @@ def validate_policy(policy):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
             raise invalid(f"policy {key} must be a number in [0, 1] or null, not {v!r}")
     return policy
+
+
+def check_published_share(ds, method, source_rows, published):
+    """Refuse a release that would publish less than the dataset's policy asks (default: half
+    the rows): an empty or near-empty release is not worth an analyst's trust or a DBA's review."""
+    floor = (ds.policy or {}).get("published_share", risk.DEFAULT_PUBLISHED_SHARE)
+    if floor is not None and source_rows and published < floor * source_rows:
+        raise unsatisfiable(f"{method} would publish {published} of {source_rows} rows of dataset {ds.name} "
+                            f"({published / source_rows:.1%}), below the policy's published share {floor:.0%}",
+                            hint="ask for less (smaller k, l or SC), or lower published_share with "
+                                 "pganon.set_policy(dataset, policy)")

@@ -2,7 +2,7 @@
 003-msa-comparative.md §2.4, §2.8, §6.1 M8, A18, A19).
 
 The planner works on bucket COUNTS only: bucket b holds the ``sizes[b]`` records of one value
-(buckets in first-appearance order), and the result is a `bucketize.Plan` in run-length form that
+(buckets in first-appearance order), and the result is a `runs.Plan` in run-length form that
 the set-based assign step (`lsl._assign_fifo` over `lsl.run_columns`) turns into a group id per
 row: a run gives the next ``count`` records (FIFO) of ``bucket`` to groups ``group_start``,
 ``group_start + 1``, ... one record each.  The plan never names a row.
@@ -75,7 +75,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pganon_engine.core import errors
-from pganon_engine.methods.bucketization.bucketize import Plan
+from pganon_engine.methods.bucketization.runs import Plan
 
 __all__ = ["Repeat", "plan", "plan_reference", "eligibility_cap", "TIES", "RESIDUES",
            "ELIGIBILITY", "ORDERS"]
@@ -495,7 +495,7 @@ def plan(sizes, size, *, tie="first", seed=None, residue="last", eligibility="er
     tie: 'first' | 'random' (N1); residue: 'last' | 'random' (N2); eligibility: 'error' |
     'suppress' (N3); order: 'compact' | 'creation' group ids (N7); seed: int or text, needed by
     the random rules; tick: called once per stretch, so the database can notice a cancel.
-    Returns a `bucketize.Plan` (N5); its groups equal `plan_reference`'s."""
+    Returns a `runs.Plan` (N5); its groups equal `plan_reference`'s."""
     sizes, size, prio, rng = _prepare(sizes, size, tie, seed, residue, eligibility, order)
     B = len(sizes)
     eff, suppressed = _eligible(sizes, size, eligibility)

@@ -27,11 +27,13 @@ Decisions:
 
 from pganon_engine.core import params as P
 from pganon_engine.core.errors import EngineError, unsatisfiable
+from pganon_engine.core.snapshot import copy_source
 from pganon_engine.methods.bucketization import family as lsl
 
 from . import anatomize
 
 METHODS = ("anatomy",)
+PROTECTS_PERSONS = False  # counts records: refused on a dataset with a person column
 PARAMS = {"l", "d", "sensitive", "tie", "seed", "residue", "eligibility", "order", "limit"} | P.WORKLOAD_PARAMS
 
 
@@ -82,7 +84,7 @@ def refuse_vacuous(p, sizes):
 
 
 def build(db, ds, p, rel, phases):
-    source_rows = phases.run("snapshot", lsl.snapshot, db, ds, p)
+    source_rows = phases.run("snapshot", copy_source, db, ds, p)
     sizes = phases.run("buckets", lsl.bucket_table, db, ds, p)
     p["buckets"] = len(sizes)
     refuse_vacuous(p, sizes)

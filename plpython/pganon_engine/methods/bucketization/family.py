@@ -2,7 +2,7 @@
 l-diversity baselines MBF, MSDCF, MMDCF.
 
 The pipeline steps for this family, each set-based except `plan`:
-  snapshot     source columns -> temp table; NULL / empty / duplicate-key checks
+  snapshot     source columns -> temp table; NULL / empty / duplicate-key checks (core.snapshot)
   buckets      one row per distinct SA vector (first-appearance order = min key), codes, levels
   plan         bucketize.plan() on bucket counts only (memory ~ buckets + plan runs, not rows)
   assign       runs -> (key, group_id) by matching each row's rank inside its bucket
@@ -48,8 +48,9 @@ from fractions import Fraction
 import numpy as np
 
 from pganon_engine.core import coltypes, params as P
-from pganon_engine.core.errors import bad_data, incomplete, invalid, unsatisfiable
-from pganon_engine.core.plpy_adapter import drop_temp
+from pganon_engine.core.errors import incomplete, invalid, unsatisfiable
+from pganon_engine.core.plpy_adapter import drop_temp, pg_array
+from pganon_engine.core.snapshot import SNAP, copy_source
 from pganon_engine.metrics import utility
 
 from . import bucketize
@@ -58,6 +59,7 @@ METHODS = {
     "mbf": ("mbf", False), "msdcf": ("msdcf", False), "mmdcf": ("mmdcf", False),
     "mbf_mslf": ("mbf", True), "msdcf_mslf": ("msdcf", True), "mmdcf_mslf": ("mmdcf", True),
 }
+PROTECTS_PERSONS = False  # counts records: refused on a dataset with a person column
 PARAMS = {"d", "sensitive", "l", "min_group", "tie", "seed", "qi_order", "generalize", "limit"} | P.WORKLOAD_PARAMS
 
 # The release format's own columns (GT: group_id, QIs; ST: group_id, SAs, count; the map: key,
@@ -66,8 +68,7 @@ PARAMS = {"d", "sensitive", "l", "min_group", "tie", "seed", "qi_order", "genera
 RESERVED = ("group_id", "count")
 KEY_RESERVED = ("group_id", "count", "bucket")
 
-TEMP_BUFFERS = "256MB"
-SNAP, BUCKET, ROW = "pg_temp._pganon_snap", "pg_temp._pganon_bucket", "pg_temp._pganon_row"
+BUCKET, ROW = "pg_temp._pganon_bucket", "pg_temp._pganon_row"
 BUCKET_L = "pg_temp._pganon_bl"   # the l each bucket imposes on its group (A11: max over contents)
 
 
@@ -104,45 +105,6 @@ def parse_params(method, params, ds):
         # or when asked for
         "workload": P.workload(params) if P.boolean(params, "generalize") or "queries" in params else None,
     }
-
-
-def raise_temp_buffers(db):
-    """Work tables are temp tables: give them TEMP_BUFFERS of local buffers for this transaction,
-    but only where the session still has the built-in default (a DBA's or the session's own
-    setting is kept, never lowered) and no temp table was used yet (the server refuses the
-    change then, SQLSTATE 22023: only that refusal is caught, never a cancel)."""
-    r = db.one("SELECT s.source, pg_catalog.pg_size_bytes(pg_catalog.current_setting('temp_buffers')) AS now, "
-               "pg_catalog.pg_size_bytes($1) AS want, pg_catalog.pg_my_temp_schema() <> 0 AS used "
-               "FROM pg_catalog.pg_settings s WHERE s.name = 'temp_buffers'", [TEMP_BUFFERS], ["text"])
-    if r["source"] == "default" and not r["used"] and r["now"] < r["want"]:
-        db.try_run(f"SET LOCAL temp_buffers = {db.literal(TEMP_BUFFERS)}", sqlstates=("22023",))
-
-
-def snapshot(db, ds, p):
-    """Copy the declared columns in one statement: everything after, verification included, works
-    from this copy, so the source needs no lock beyond the statement's own."""
-    I = db.ident
-    cols = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
-    raise_temp_buffers(db)
-    db.run("SET LOCAL jit = off")   # JIT compiles each big one-off query for ~1 s and saves less
-    limit = f" ORDER BY {I(ds.key)} LIMIT {int(p['limit'])}" if p["limit"] else ""
-    db.run(f"CREATE TEMP TABLE _pganon_snap ON COMMIT DROP AS SELECT {', '.join(map(I, cols))} "
-           f"FROM {ds.source}{limit}")
-    db.run(f"ANALYZE {SNAP}")   # work tables get statistics, or the planner guesses 200 groups
-    checked = [ds.key] + [q["column"] for q in p["qis"]] + p["sas"]
-    counts = ", ".join(f"count(*) FILTER (WHERE {I(c)} IS NULL) AS n{i}" for i, c in enumerate(checked))
-    r = db.one(f"SELECT count(*) AS n, count(DISTINCT {I(ds.key)}) AS nkey, {counts} FROM {SNAP}")
-    if r["n"] == 0:
-        raise bad_data(f"the source table {ds.source} of dataset {ds.name} is empty", hint="load rows first")
-    nulls = {c: r[f"n{i}"] for i, c in enumerate(checked) if r[f"n{i}"]}
-    if nulls:
-        listing = ", ".join(f"{c}: {n} rows" for c, n in nulls.items())
-        raise bad_data(f"NULL values in {ds.source}: {listing}",
-                       hint="fill or filter them (e.g. publish from a view WHERE ... IS NOT NULL)")
-    if r["nkey"] != r["n"]:
-        raise bad_data(f'key column "{ds.key}" of {ds.source} is not unique ({r["n"] - r["nkey"]} duplicates)',
-                       hint="register the dataset with a unique key column")
-    return r["n"]
 
 
 def bucket_table(db, ds, p, order_cols=()):
@@ -288,12 +250,6 @@ def run_columns(the_plan):
     return rb, rs, rg, rc
 
 
-def pg_array(column):
-    """A PostgreSQL array literal of an integer column: the server parses one text value, where
-    plpy would convert a list element by element."""
-    return "{" + ",".join(map(str, column.tolist())) + "}"
-
-
 def qi_sort_order(db, p):
     """QIs in the order rows are sorted by for qi_order: categorical QIs with the fewest distinct
     values first (a group that shares them loses nothing on them), then numeric and date QIs."""
@@ -437,7 +393,7 @@ def materialize(db, ds, p, rel):
 
 def build(db, ds, p, rel, phases):
     """snapshot -> buckets -> plan -> assign -> materialize; returns (source rows, groups)."""
-    source_rows = phases.run("snapshot", snapshot, db, ds, p)
+    source_rows = phases.run("snapshot", copy_source, db, ds, p)
     sizes, values, levels = phases.run("buckets", build_buckets, db, ds, p)
     p["baseline_l"] = baseline_l(p, ds, levels)
     p["buckets"] = len(sizes)

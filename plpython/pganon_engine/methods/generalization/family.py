@@ -3,7 +3,7 @@ and Mondrian (spec 003 §2.2, LeFevre et al.). One GT, no ST: every record keeps
 and its QIs are replaced by its class's generalization.
 
 The pipeline steps for this family:
-  snapshot     as for bucketization (`lsl.snapshot`): one copy, NULL and key checks; the
+  snapshot     as for bucketization (`core.snapshot`): one copy, NULL and key checks; the
                person column is copied too when the dataset declares one (R1)
   plan         gaa: `gaa.gaa` on the DISTINCT QI tuples with counts (and the strategy SA's
                histograms), i.e. a GROUP BY, never the rows; mondrian: a work table of integer
@@ -61,20 +61,20 @@ import numpy as np
 
 from pganon_engine.core import coltypes, params as P
 from pganon_engine.core.errors import invalid, unsatisfiable
+from pganon_engine.core.plpy_adapter import pg_array
+from pganon_engine.core.snapshot import SNAP, copy_source
 from pganon_engine.hierarchy import store as hierarchy_store
-from pganon_engine.methods.bucketization import family as lsl
 from pganon_engine.metrics import infoloss, utility
 from pganon_engine.models import predicates as models
 
-from . import gaa as gaa_engine, mondrian, mondrian_sql
+from . import gaa as gaa_engine, mondrian_cuts, mondrian_predicates, mondrian_schema, mondrian_sql
 
 METHODS = {"gaa": "gaa", "mondrian": "mondrian"}
 PROTECTS_PERSONS = True  # R1, R2: with a person column k and the privacy model count persons
 COMMON = {"k", "d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
 PARAMS = {"gaa": COMMON | {"metric", "weights", "strategy", "sa", "cost_mode", "privacy_scope", "distortion_mode"},
           "mondrian": COMMON | {"mode", "categorical", "privacy", "sql_threshold"}}
-SNAP = lsl.SNAP
-# Mondrian's extra privacy models: the verifier checks each of them in SQL (040-verify.sql)
+# Mondrian's extra privacy models: the verifier checks each of them in SQL (sql/40-verify/00-verify.sql)
 PRIVACY = {"l_diversity": ("l",), "entropy_l_diversity": ("l",), "alpha_k_anonymity": ("alpha",),
            "t_closeness": ("t",)}
 CLASSES = "pg_temp._pganon_classes"
@@ -111,7 +111,7 @@ def parse_params(method, params, ds):
             raise invalid(f"parameter sa must be one of the published sensitive attributes {p['sas']}, "
                           f"not {p['sa']!r}")
     else:
-        p.update(mode=P.choice(params, "mode", mondrian.MODES, "strict"),
+        p.update(mode=P.choice(params, "mode", mondrian_cuts.MODES, "strict"),
                  categorical=P.choice(params, "categorical", ("auto", "taxonomy", "ordinal"), "auto"),
                  privacy=_privacy(params.get("privacy")),
                  sql_threshold=P.integer(params, "sql_threshold", 0, default=SQL_THRESHOLD))
@@ -184,11 +184,11 @@ def build(db, ds, p, rel, phases):
 
 
 def snapshot(db, ds, p):
-    """`lsl.snapshot` of key, QIs and SAs, and of the person column when there is one (copied
+    """`core.snapshot` of key, QIs and SAs, and of the person column when there is one (copied
     and NULL-checked like a QI, never published)."""
     if not p["person"]:
-        return lsl.snapshot(db, ds, p)
-    return lsl.snapshot(db, ds, dict(p, qis=p["qis"] + [{"column": p["person"]}]))
+        return copy_source(db, ds, p)
+    return copy_source(db, ds, dict(p, qis=p["qis"] + [{"column": p["person"]}]))
 
 
 def _refuse_impossible(db, ds, p, source_rows):
@@ -333,7 +333,7 @@ def plan_mondrian(db, ds, p):
     if sa_doms:
         _refuse_l(p, [len(counts) for _, counts in sa_doms])
     n = int(sum(sa_doms[0][1])) if sa_doms else int(db.one(f"SELECT count(*) AS n FROM {SNAP}")["n"])
-    pred = mondrian.k_anonymity(p["k"])  # over persons with a person column (mondrian D9)
+    pred = mondrian_predicates.k_anonymity(p["k"])  # over persons with a person column (mondrian D9)
     priv = p["privacy"]
     if priv is not None:
         glob = {s: dict(zip(range(len(counts)), counts)) for s, (_, counts) in zip(p["sas"], sa_doms)}
@@ -348,11 +348,11 @@ def plan_mondrian(db, ds, p):
                                 f"{p['sas']}, so no partition can",
                                 hint="lower the threshold, or publish fewer sensitive attributes (d / sensitive)")
         if priv["model"] == "l_diversity":  # the same test, vectorized
-            test = mondrian.distinct_l_diversity(priv["l"], channels=list(range(len(sa_doms))))
-        pred = mondrian.all_of(pred, test)
-    sc = mondrian.schema(kinds, sizes, values=values, taxonomies=taxes,
-                         sa_sizes=[len(counts) for _, counts in sa_doms],
-                         sa_names=list(p["sas"]) if sa_doms else None, seed=p["seed"])
+            test = mondrian_predicates.distinct_l_diversity(priv["l"], channels=list(range(len(sa_doms))))
+        pred = mondrian_predicates.all_of(pred, test)
+    sc = mondrian_schema.schema(kinds, sizes, values=values, taxonomies=taxes,
+                                sa_sizes=[len(counts) for _, counts in sa_doms],
+                                sa_names=list(p["sas"]) if sa_doms else None, seed=p["seed"])
     order = "ord" if p["seed"] is not None and p["mode"] == "relaxed" else "rn"
     _mondrian_work(db, ds, p, doms, [d for d, _ in sa_doms], n if order == "ord" else None)
     tick()
@@ -369,7 +369,7 @@ def _mondrian_domains(db, p):
     """Per QI its Mondrian kind, code count, values (numeric), taxonomy, and the temp table
     value -> code the work table joins to, with the cast of the column it joins on: dense_rank
     of the distinct values, or for a hierarchy QI its leaf labels with their ranks in
-    `mondrian.Taxonomy` order."""
+    `mondrian_schema.Taxonomy` order."""
     I = db.ident
     kinds, sizes, values, taxes, doms = [], [], [], [], []
     for j, q in enumerate(p["qis"]):
@@ -377,7 +377,7 @@ def _mondrian_domains(db, p):
         dom = f"pg_temp._pganon_mdom{j}"
         h = p["hierarchies"].get(q["column"])
         if h is not None:
-            tx = mondrian.taxonomy(children={v: list(h.children[v]) for v in range(len(h))}, root=0)
+            tx = mondrian_schema.taxonomy(children={v: list(h.children[v]) for v in range(len(h))}, root=0)
             db.run(f"CREATE TEMP TABLE _pganon_mdom{j} ON COMMIT DROP AS "
                    f"SELECT * FROM unnest($1::text[], $2::int4[]) AS u(v, code)",
                    [[h.labels[v] for v in h.leaves], tx.code_rank[h.leaves].tolist()], ["text[]", "int4[]"])
@@ -452,7 +452,7 @@ def _mondrian_work(db, ds, p, doms, sa_doms, n_seeded):
         place[perm] = np.arange(n_seeded)
         db.run(f"CREATE TEMP TABLE {mondrian_sql.WORK[8:]} ON COMMIT DROP AS SELECT x.*, o.ord::int4 AS ord "
                f"FROM ({body}) x JOIN unnest($1::text::int4[]) WITH ORDINALITY AS o(ord, rn) ON o.rn = x.rn",
-               [lsl.pg_array(place)], ["text"])
+               [pg_array(place)], ["text"])
     db.run(f"ANALYZE {mondrian_sql.WORK}")
 
 
@@ -474,7 +474,7 @@ def assign_mondrian(db, ds, p, rel):
 
 def _covering_nodes(db, ds, p, rel, j, n_classes):
     """Per class 1..n_classes, the hierarchy node id of taxonomy QI j that covers every leaf its
-    records hold: the LCA of its smallest and largest leaf rank (`mondrian.Taxonomy` ranks)."""
+    records hold: the LCA of its smallest and largest leaf rank (`mondrian_schema.Taxonomy` ranks)."""
     tx = p["mondrian_taxes"][j]
     col = db.ident(p["qis"][j]["column"])
     r = db.rows(f"SELECT m.class_id, min(d.code) AS lo, max(d.code) AS hi FROM {rel['map']} m JOIN {SNAP} s "

@@ -3,7 +3,7 @@ memory" and "Scale beyond one machine"; the decisions D1-D8 are `mondrian`'s).
 
 Why: `mondrian.partition` needs every row's codes in one Python process (hundreds of MB at a
 million rows).  The split decision needs aggregates only (D8), so a partition larger than
-`threshold` rows is cut from GROUP BY frequency sets by the same `mondrian.choose_cut`, and the
+`threshold` rows is cut from GROUP BY frequency sets by the same `mondrian_cuts.choose_cut`, and the
 cut is applied by a set-based UPDATE; a partition at or below the threshold is pulled alone and
 finished by `mondrian.partition`.  Python then holds at most `threshold` rows, plus one summary
 per class.  The result is the partitioning `mondrian.partition` gives on the whole table: the
@@ -47,7 +47,7 @@ Decisions:
       (rn -> class within its pulled partition, only rows whose local class is not 0);
       `map_select` joins them to the work table.
 - S6  Persons (`persons=True`, mondrian D9/D10): the cut candidates of every large partition
-      come from the row frequency sets as before (`mondrian.cut_candidates`, D5's order); their
+      come from the row frequency sets as before (`mondrian_cuts.cut_candidates`, D5's order); their
       parts are judged over persons counted in SQL, one statement per candidate rank for all
       the level's partitions still undecided: every row of a partition gets the part the
       candidate sends it to (range pieces by code interval, a relaxed cut's median rows by
@@ -66,7 +66,7 @@ import numpy as np
 
 from pganon_engine.core.errors import invalid
 
-from . import mondrian
+from . import mondrian, mondrian_cuts
 
 __all__ = ["WORK", "BASE", "LOCAL", "TABLES", "Plan", "partition", "map_select", "drop_leftovers"]
 
@@ -125,7 +125,7 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
     """Mondrian on the rows of `WORK` (n rows, all with part = 0): SQL cuts above `threshold`
     rows, in-memory runs below (S1-S4).  Fills `BASE` and `LOCAL` (S5) and returns the `Plan`.
 
-    schema     the run's `mondrian.Schema` (global domains; taxonomy codes in WORK are ranks)
+    schema     the run's `mondrian_schema.Schema` (global domains; taxonomy codes in WORK are ranks)
     predicate  the admissible-cut test (D7)
     order      the column that orders rows for relaxed cuts: 'rn', or 'ord' with a seed (S4)
     tick       called between statements and partitions (cancel / statement_timeout)
@@ -137,8 +137,8 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
                       hint="0 runs Mondrian in memory; e.g. 100000 cuts larger partitions in SQL")
     if order not in ("rn", "ord"):
         raise invalid(f"order must be 'rn' or 'ord', not {order!r}")
-    if mode not in mondrian.MODES:
-        raise invalid(f"mode {mode!r} is not one of {', '.join(mondrian.MODES)}")
+    if mode not in mondrian_cuts.MODES:
+        raise invalid(f"mode {mode!r} is not one of {', '.join(mondrian_cuts.MODES)}")
     tick = tick or (lambda: None)
     db.run(f"CREATE TEMP TABLE {LOCAL[8:]} (rn int4, local int4) ON COMMIT DROP")
     paths, sizes = {0: ()}, {0: n}
@@ -156,7 +156,7 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
             _check_size(pid, 0 if freqs[pid][0] is None else int(freqs[pid][0][1].sum()), sizes)
         chosen = _person_cuts(db, active, freqs, schema, predicate, mode, order, whole) if persons else None
         for pid in active:
-            cut = chosen[pid] if persons else mondrian.choose_cut(
+            cut = chosen[pid] if persons else mondrian_cuts.choose_cut(
                 [_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])], schema, predicate, mode=mode)
             if cut is None:
                 leaves.append((paths[pid], pid, freqs[pid]))
@@ -235,7 +235,7 @@ def _as_codes(f, schema, j):
     """A `FreqSet` from working codes: taxonomy ranks back to leaf codes."""
     w, n, sa = f
     tx = schema.taxonomies[j]
-    return mondrian.freq_set(w if tx is None else tx.rank_code[w], n, sa)
+    return mondrian_cuts.freq_set(w if tx is None else tx.rank_code[w], n, sa)
 
 
 def _apply(db, cuts, schema, order, deeper, extra):
@@ -308,8 +308,8 @@ def _person_cuts(db, active, freqs, schema, predicate, mode, order, whole):
     """S6: {partition: the cut D5 makes when parts are judged over persons, or None}.  The
     candidates of each partition are tried in D5's order; one statement judges the current
     candidate of every partition still undecided."""
-    cands = {pid: mondrian.cut_candidates([_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])],
-                                          schema, mode=mode) for pid in active}
+    cands = {pid: mondrian_cuts.cut_candidates([_as_codes(f, schema, j) for j, f in enumerate(freqs[pid])],
+                                               schema, mode=mode) for pid in active}
     chosen = {pid: None for pid in active}
     current = {pid: c[0] for pid in active if (c := next(cands[pid], None)) is not None}
     need_sa = bool(schema.sa_sizes) and getattr(predicate, "uses_sa", True)
@@ -318,7 +318,7 @@ def _person_cuts(db, active, freqs, schema, predicate, mode, order, whole):
         later = {}
         for pid, cut in current.items():
             sizes, hists, total = stats[pid]
-            if (not whole or int(sizes.sum()) == total) and mondrian.parts_pass(predicate, sizes, hists, schema):
+            if (not whole or int(sizes.sum()) == total) and mondrian_cuts.parts_pass(predicate, sizes, hists, schema):
                 chosen[pid] = cut
             elif (c := next(cands[pid], None)) is not None:
                 later[pid] = c[0]

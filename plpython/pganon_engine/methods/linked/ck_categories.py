@@ -1,6 +1,6 @@
 """SA weights, the choice of delta and zeta, and the category table CtgT: the steps that
 (c,k)-anonymization and the (p,k)-angelization baseline share (spec 004-ck-anonymization.md,
-sections 1.3, 2.1, 2.2 and HLPN Rules 1-5).  Used by `pganon_engine.methods.linked.ck`.
+sections 1.3, 2.1, 2.2 and HLPN Rules 1-5).  Used by `ck` and `pk` of this package.
 
 Decisions (numbered like the other engine modules; section 7 items of the spec in brackets):
 
@@ -31,7 +31,7 @@ import numbers
 import operator
 from dataclasses import dataclass
 
-__all__ = ["Weights", "weights", "Category", "CategoryTable", "category_table", "LABELS"]
+__all__ = ["Weights", "weights", "Category", "CategoryTable", "category_table", "categories", "LABELS"]
 
 LABELS = ("Top secret", "Secret", "Less secret", "Nonsecret")
 
@@ -236,3 +236,11 @@ def category_table(delta_counts, k):
         cats.append(Category(id=cid, label=LABELS[cid - 1] if labelled else None, values=vals,
                              size=sum(items[i][1] for i in pack)))
     return CategoryTable(categories=tuple(cats), of_value=of_value)
+
+
+def categories(order, dvals, k):
+    """CtgT of the records: their delta values `dvals` counted in the order `order` (T order)."""
+    counts = {}
+    for r in order:
+        counts[dvals[r]] = counts.get(dvals[r], 0) + 1
+    return category_table(list(counts.items()), k)

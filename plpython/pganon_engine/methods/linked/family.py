@@ -2,9 +2,9 @@
 links to several fingerprint buckets) and the (p,k)-angelization baseline (one class = one batch).
 
 The pipeline steps for this family:
-  snapshot     as for bucketization (`lsl.snapshot`): one copy, NULL and key checks
+  snapshot     as for bucketization (`core.snapshot`): one copy, NULL and key checks
   plan         (c,k) first refuses, from the delta value counts alone, a c_f or mode no release
-               can reach (`ck.check_reach`, PA005); then `ck.ck_plan` / `ck.pk_plan` on the
+               can reach (`ck.check_reach`, PA005); then `ck.ck_plan` / `pk.pk_plan` on the
                snapshot's rows: CreateFB and its refinement depend on record order and on each
                bucket's value sets, so this planner reads one row per record (the spec's
                algorithm demands it; docs/scaling.md says so).  A plan that exceeds c_f is
@@ -12,7 +12,7 @@ The pipeline steps for this family:
                c_f exceeded) is recorded in its params and layout as "relaxed"
   assign       (key, group_id, bucket_id) rows from three arrays, set-based
   materialize  GT: one row per record with the group's numeric ranges, categorical QIs kept
-               where the group stays k-anonymous on them or '*' (A13 of `ck`), and the row's
+               where the group stays k-anonymous on them or '*' (A13 of `ck_cells`), and the row's
                bucket id; ST: one row per bucket with the sorted set of each SA's values; the
                ST in long form (bucket_id, sa, value); the category table of delta values
   measure      NCP% (spec 004 §4.1), the fcorr audit summary (`audit.run`), plan facts
@@ -31,17 +31,17 @@ import json
 from pganon_engine.core import coltypes, params as P
 from pganon_engine.core.errors import invalid
 from pganon_engine.core.plpy_adapter import drop_temp
+from pganon_engine.core.snapshot import SNAP, copy_source
 from pganon_engine.hierarchy import store as hierarchy_store
-from pganon_engine.methods.bucketization import family as lsl
 from pganon_engine.metrics import utility
 from pganon_engine.models import audit
 
-from . import ck, ck_categories
+from . import ck, ck_categories, ck_cells, pk
 
 METHODS = {"ck_anonymization": "ck", "pk_angelization": "pk"}
 COMMON = {"d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
+PROTECTS_PERSONS = False  # counts records: refused on a dataset with a person column
 PARAMS = {"ck": COMMON | {"k", "c", "c_f", "mode", "c_f_excess"}, "pk": COMMON | {"k", "p"}}
-SNAP = lsl.SNAP
 # The release format's own columns (GT: group_id, QIs, bucket_id; ST: bucket_id, SAs; long ST:
 # bucket_id, sa, value; the map: key, group_id, bucket_id): a QI or SA named group_id or
 # bucket_id, or a key or identifier column named like any of them, is refused at publish
@@ -100,7 +100,7 @@ def parse_params(method, params, ds):
 def build(db, ds, p, rel, phases):
     """linking -> snapshot -> plan -> assign -> materialize; returns (source rows, groups)."""
     p["weights"] = linking(db, ds, p["sas"])
-    source_rows = phases.run("snapshot", lsl.snapshot, db, ds, p)
+    source_rows = phases.run("snapshot", copy_source, db, ds, p)
     the_plan, keys = phases.run("plan", plan, db, ds, p)
     phases.run("assign", assign, db, ds, the_plan, keys, rel)
     phases.run("materialize", materialize, db, ds, p, the_plan, rel)
@@ -130,8 +130,8 @@ def plan(db, ds, p):
                              kinds=_kinds(p), seed=p["seed"], tick=db.interruptible(),
                              c_f_excess=p["c_f_excess"])
         else:
-            out = ck.pk_plan(records, qis, sas, p["p"], p["k"], p["weights"], kinds=_kinds(p), seed=p["seed"])
-        gen = ck.generalize([r[1] for r in records], out.group, p["k"], kinds=_kinds(p),
+            out = pk.pk_plan(records, qis, sas, p["p"], p["k"], p["weights"], kinds=_kinds(p), seed=p["seed"])
+        gen = ck_cells.generalize([r[1] for r in records], out.group, p["k"], kinds=_kinds(p),
                             categorical="keep" if p["kind"] == "ck" else "suppress")
     except ValueError as exc:
         raise invalid(str(exc))
@@ -154,7 +154,7 @@ def _check_reach(db, p):
     counts = [(r["v"], int(r["n"])) for r in db.rows(
         f"SELECT {I(delta)}::text AS v, count(*) AS n FROM {SNAP} GROUP BY 1 ORDER BY 1")]
     total = sum(n for _, n in counts)
-    if not counts or p["k"] > total or p["c"] > len(ck.category_table(counts, p["k"])):
+    if not counts or p["k"] > total or p["c"] > len(ck_categories.category_table(counts, p["k"])):
         return
     nd = db.one("SELECT " + ", ".join(f"count(DISTINCT {I(a)}) AS d{i}" for i, a in enumerate(p["sas"]))
                 + f" FROM {SNAP}")

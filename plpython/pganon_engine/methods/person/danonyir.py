@@ -63,9 +63,10 @@ from fractions import Fraction
 import numpy as np
 
 from pganon_engine.core.errors import bad_data, invalid, unsatisfiable
+from pganon_engine.core.interrupts import interrupt_point
 from pganon_engine.metrics import ir_metrics
-from pganon_engine.metrics.workload import CATEGORICAL, NUMERIC, interrupt_point
-from pganon_engine.models import ir_models
+from pganon_engine.metrics.workload import CATEGORICAL, NUMERIC
+from pganon_engine.models import ir_models, ir_states
 
 __all__ = ["IrClass", "IrRelease", "persons_from_records", "danonyir", "nearest_valid", "TOL"]
 
@@ -270,7 +271,7 @@ def _monotone_fails(model, params, sas):
     """D as a whole fails a monotone model (D7)."""
     if model not in ("kl", "el"):
         return False
-    st = ir_models.make_state(model, params)
+    st = ir_states.make_state(model, params)
     for v in sas:
         st.add(v)
     return not st.holds()
@@ -621,7 +622,7 @@ def danonyir(persons, qis, model, params, *, kinds=None, domains=None, seed=None
     q, sat = None, True
     while rem.left:
         i = picker.pick(ids)
-        q = _Class(sp, ir_models.make_state(model, p))
+        q = _Class(sp, ir_states.make_state(model, p))
         sat = take_person(q, i)
         if log is not None:
             log.append(("seed", ids[i]))

@@ -8,7 +8,7 @@ per person: a person's records share one class and one Id_num, and a suppressed 
 suppressed whole.
 
 The pipeline steps for this family:
-  snapshot     `lsl.snapshot` with the person column added to the copied columns (NULL and key
+  snapshot     `core.snapshot` with the person column added to the copied columns (NULL and key
                checks included); then a GROUP BY person refuses persons whose QIs differ
                (PA004, up to 10 listed) and gives the engine one row per person: QI values and
                the SA values of her records (danonyir, geneir) or her distinct SA values (one_m)
@@ -54,9 +54,10 @@ from fractions import Fraction
 
 from pganon_engine.core import coltypes, params as P
 from pganon_engine.core.errors import bad_data, incomplete, invalid, unsatisfiable
+from pganon_engine.core.interrupts import ticking
 from pganon_engine.core.plpy_adapter import drop_temp
+from pganon_engine.core.snapshot import SNAP, copy_source
 from pganon_engine.hierarchy import store as hierarchy_store
-from pganon_engine.methods.bucketization import family as lsl
 from pganon_engine.methods.generalization import family as generalized
 from pganon_engine.metrics import ir_metrics
 from pganon_engine.models import ir_models
@@ -70,7 +71,6 @@ WORKLOAD_PARAMS = P.WORKLOAD_PARAMS | {"lambda"}
 PARAMS = {"danonyir": MODEL_PARAMS | WORKLOAD_PARAMS | {"seed", "seeds", "sensitive", "domains"},
           "geneir": MODEL_PARAMS | WORKLOAD_PARAMS | {"seed", "order", "sensitive", "domains"},
           "one_m_generalization": {"k", "l", "seed", "mode", "sensitive"}}
-SNAP = lsl.SNAP
 CLASSES = "pg_temp._pganon_pclasses"
 # The release format's own columns (GT: class_id, id_num, QI cells, SA; the map: key, person,
 # class_id, id_num): a QI, SA, key, person or identifier column of such a name is refused at
@@ -154,8 +154,8 @@ def build(db, ds, p, rel, phases):
 
 
 def snapshot(db, ds, p):
-    """`lsl.snapshot` of key, QIs, SA and the person column (a pseudo-QI for the copy only)."""
-    return lsl.snapshot(db, ds, {"qis": p["qis"] + [{"column": ds.person}], "sas": p["sas"], "limit": None})
+    """`core.snapshot` of key, QIs, SA and the person column (a pseudo-QI for the copy only)."""
+    return copy_source(db, ds, {"qis": p["qis"] + [{"column": ds.person}], "sas": p["sas"], "limit": None})
 
 
 def _kind(q):
@@ -209,12 +209,12 @@ def plan(db, ds, p, persons):
         return
     tick = db.interruptible()
     if p["method"] == "danonyir":
-        with ir_models.ticking(tick):
+        with ticking(tick):
             res = danonyir_engine.danonyir(persons, qis, p["model"], p["model_params"], kinds=kinds,
                                            domains=p["domains"], seed=p["seed"], seeds=p["seeds"], tick=tick)
     else:
         taxes = {c: hierarchy_store.load(db, ds, c) for c in qis}
-        with ir_models.ticking(tick):
+        with ticking(tick):
             res = geneir_engine.geneir(persons, qis, taxes, p["model"], p["model_params"], kinds=kinds,
                                        domains=p["domains"], seed=p["seed"], order=p["order"], tick=tick)
     if not res.classes:
@@ -360,7 +360,7 @@ def measure(db, ds, p, rel, lay, source_rows):
                    min_class_persons=int(res.class_sizes.min()), sa_buckets=int(res.sets.bucket_sizes.size),
                    partition_splits=int(res.sets.splits))
         return out
-    with ir_models.ticking(db.interruptible()):
+    with ticking(db.interruptible()):
         vul = ir_models.vulnerability(res.sa_classes(p["persons"]), p["model"], p["model_params"])
     out.update(nloss=float(res.nloss), loss=float(res.loss), v=float(vul.share),
                vulnerable_classes=vul.n_vulnerable)

@@ -48,7 +48,7 @@ from pganon_engine.core.errors import bad_data, invalid
 from pganon_engine.hierarchy.tree import Hierarchy
 from pganon_engine.metrics import ir_metrics
 from pganon_engine.metrics.workload import NUMERIC, Domain
-from pganon_engine.models import ir_models
+from pganon_engine.models import ir_models, ir_states
 
 from .danonyir import _finish, _kinds, _monotone_fails, _persons, _qis, _seed, nearest_valid
 
@@ -153,7 +153,7 @@ def geneir(persons, qis, taxonomies, model, params, *, kinds=None, domains=None,
             keyed.setdefault(tuple(cur[i].tolist()), []).append(i)
         out = set()
         for key, members in keyed.items():
-            st = ir_models.make_state(model, p)
+            st = ir_states.make_state(model, p)
             ok = False
             for i in members:
                 ok = st.add(sas[i])
@@ -199,7 +199,7 @@ def geneir(persons, qis, taxonomies, model, params, *, kinds=None, domains=None,
                     axis=1) if n else np.zeros((0, d), dtype=np.int64)
     states = []
     for members in groups:
-        st = ir_models.make_state(model, p)
+        st = ir_states.make_state(model, p)
         for i in members:
             st.add(sas[i])
         states.append(st)

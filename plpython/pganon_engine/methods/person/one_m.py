@@ -90,7 +90,7 @@ import numpy as np
 
 from pganon_engine.core.errors import bad_data, invalid, unsatisfiable
 from pganon_engine.hierarchy.tree import Hierarchy
-from pganon_engine.methods.generalization import mondrian
+from pganon_engine.methods.generalization import mondrian, mondrian_cuts, mondrian_schema
 
 __all__ = [
     "KINDS",
@@ -457,8 +457,8 @@ def one_m_generalization(qis, sa_sets, sa_hierarchy, *, k=10, l=5, kinds=None,
     k = _positive(k, "k")
     l = _positive(l, "l")
     seed = _seed(seed)
-    if mode not in mondrian.MODES:
-        raise invalid(f"mode {mode!r} is not one of {', '.join(mondrian.MODES)}",
+    if mode not in mondrian_cuts.MODES:
+        raise invalid(f"mode {mode!r} is not one of {', '.join(mondrian_cuts.MODES)}",
                       hint="'strict' (default) or 'relaxed' Mondrian cuts")
     cols = _mapping(qis, "qis")
     if not cols:
@@ -505,7 +505,7 @@ class _Qi:
     codes: np.ndarray
     size: object = None
     values: object = None    # numeric: distinct values (float64, increasing)
-    taxonomy: object = None  # mondrian.Taxonomy
+    taxonomy: object = None  # mondrian_schema.Taxonomy
     hierarchy: object = None
     domain: tuple = ()       # numeric: distinct values as given; set: distinct values
 
@@ -534,8 +534,8 @@ def _encode_qis(cols, kinds, hierarchies):
                               hint="drop the hierarchy, or declare the column categorical")
             hier = _hierarchy(hier, f"the hierarchy of QI {c!r}")
             codes = hier.leaf_ids(vals)
-            tx = mondrian.taxonomy(children={v: list(hier.children[v]) for v in range(len(hier))},
-                                   root=0)
+            tx = mondrian_schema.taxonomy(children={v: list(hier.children[v]) for v in range(len(hier))},
+                                          root=0)
             out.append(_Qi(c, "taxonomy", "taxonomy", codes, taxonomy=tx, hierarchy=hier))
             continue
         if kind is None:

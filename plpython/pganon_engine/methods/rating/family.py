@@ -10,7 +10,7 @@ Relations (admin-only map; AT and IDT exposed as <dataset>_gt and <dataset>_st):
   IDT  (attribute, group_id, value, count) each group's values (a multiset, one row per value)
 
 The pipeline steps:
-  snapshot     the key, QIs and SAs (`lsl.snapshot`)
+  snapshot     the key, QIs and SAs (`core.snapshot`)
   plan         per attribute: the value counts in first-appearance order -> `anatomize.plan`
                with size SC_i (memory ~ values + runs, never rows)
   assign       per attribute, the runs deal each value's rows (in a seeded random order, or
@@ -55,15 +55,17 @@ import numpy as np
 
 from pganon_engine.core import params as P
 from pganon_engine.core.errors import EngineError, invalid, unsatisfiable
+from pganon_engine.core.plpy_adapter import pg_array
+from pganon_engine.core.snapshot import SNAP, copy_source
 from pganon_engine.methods.anatomy import anatomize
 from pganon_engine.methods.bucketization import family as lsl
 
 from . import rating
 
 METHODS = ("rating",)
+PROTECTS_PERSONS = False  # counts records: refused on a dataset with a person column
 PARAMS = {"sc", "d", "sensitive", "seed", "tie", "eligibility", "order", "limit"} | P.WORKLOAD_PARAMS
 TIES = ("random", "first")
-SNAP = lsl.SNAP
 KEEP = "pg_temp._pganon_rkeep"
 MAX_ROUNDS = 200
 # The AT's own column (tk, one column per attribute; the map: key, tk): an attribute named so is
@@ -182,7 +184,7 @@ def assign(db, ds, p, plans, rel):
                "FROM r, x JOIN (SELECT b - 1 AS b, o FROM unnest($5::text::int8[]) WITH ORDINALITY AS t(o, b)) off ON off.b = x.b, "
                "LATERAL (SELECT width_bucket((off.o + x.o)::int, r.s)) AS w(i) "
                "WHERE w.i > 0 AND off.o + x.o < r.s[w.i] + r.c[w.i]",
-               [lsl.pg_array(start[o]), lsl.pg_array(rg[o]), lsl.pg_array(rc[o]), values, lsl.pg_array(offsets)],
+               [pg_array(start[o]), pg_array(rg[o]), pg_array(rc[o]), values, pg_array(offsets)],
                ["text", "text", "text", "text[]", "text"])
     db.run("ANALYZE pg_temp._pganon_rgroup")
 
@@ -202,7 +204,7 @@ def materialize(db, ds, p, rel):
 
 
 def build(db, ds, p, rel, phases):
-    source_rows = phases.run("snapshot", lsl.snapshot, db, ds, p)
+    source_rows = phases.run("snapshot", copy_source, db, ds, p)
     plans = phases.run("plan", plan, db, ds, p)
     phases.run("assign", assign, db, ds, p, plans, rel)
     phases.run("materialize", materialize, db, ds, p, rel)

@@ -10,7 +10,7 @@ Per attribute the grouping is exactly the Anatomy loop with l := SC_i, so the pl
 
   plan_attributes   the database path: per attribute the value counts (its bucket table, values
                     in first-appearance order) -> one `RatingAttribute` per attribute with the
-                    `bucketize.Plan` the set-based assign step turns into AT group ids (a
+                    `runs.Plan` the set-based assign step turns into AT group ids (a
                     value's records in a seeded random order, or FIFO in key order for the
                     paper's variant, R2); the IDT is then a GROUP BY on that map
   rating            the small-data path (tests, fixtures, cross-checks): per attribute the
@@ -55,7 +55,7 @@ import numpy as np
 
 from pganon_engine.core import errors
 from pganon_engine.methods.anatomy import anatomize
-from pganon_engine.methods.bucketization import bucketize
+from pganon_engine.methods.bucketization import runs
 
 __all__ = ["RatingAttribute", "RatingRelease", "plan_attributes", "rating", "suppress_tuples",
            "label", "idt_rows"]
@@ -256,7 +256,7 @@ def rating(columns, sc, *, names=None, eligibility="error", tie="first", seed=No
             idt.append([])
             continue
         g_of = [None] * m
-        for g, picks in enumerate(bucketize.expand(a.plan)):
+        for g, picks in enumerate(runs.expand(a.plan)):
             for b, r in picks:
                 g_of[mem[b][r]] = g
         group.append(g_of)

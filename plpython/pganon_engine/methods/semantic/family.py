@@ -43,7 +43,7 @@ import json
 
 from pganon_engine.core import coltypes, params as P
 from pganon_engine.core.errors import EngineError, incomplete, invalid
-from pganon_engine.methods.bucketization import family as lsl
+from pganon_engine.core.snapshot import SNAP
 from pganon_engine.methods.generalization import family as generalized
 
 from . import semantic
@@ -51,7 +51,6 @@ from . import semantic
 METHODS = ("semantic",)
 PROTECTS_PERSONS = True  # M5
 PARAMS = {"k", "l", "privacy", "coverage", "mode", "categorical", "d", "sensitive", "seed", "limit"} | P.WORKLOAD_PARAMS
-SNAP = lsl.SNAP
 
 
 def parse_params(method, params, ds):

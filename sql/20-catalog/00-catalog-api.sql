@@ -223,6 +223,46 @@ END $$;
 COMMENT ON FUNCTION pganon._check_value_occurs(int, text, text) IS
   'Internal: refuse a value the dataset''s column never holds (read with the owner''s rights), naming the nearest.';
 
+CREATE OR REPLACE FUNCTION pganon._check_level(did int, dataset text, column_name text, value text, level int,
+                                               for_default boolean)
+RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+-- The checks of pganon.set_security_level (a value's level) and pganon.set_default_level
+-- (for_default: the level of the values without one, where NULL means the highest), in the order
+-- each made them: the column is a sensitive attribute, the arguments, the level has an l.
+#variable_conflict use_column
+DECLARE
+  r text;
+BEGIN
+  SELECT a.role INTO r FROM pganon.attribute a
+   WHERE a.dataset_id = did AND a.column_name = _check_level.column_name;
+  IF r IS NULL OR r <> 'sensitive' THEN
+    RAISE EXCEPTION 'column "%" is not a sensitive attribute of dataset "%"', column_name, dataset
+      USING ERRCODE = 'PA001', HINT = 'declare it first with pganon.set_attribute(dataset, column, ''sensitive'')';
+  END IF;
+  IF for_default THEN
+    IF level < 0 THEN
+      RAISE EXCEPTION 'default level must be a non-negative integer or NULL, not %', level USING ERRCODE = 'PA002',
+        HINT = 'NULL gives unlisted values the highest level';
+    END IF;
+  ELSE
+    IF value IS NULL THEN
+      RAISE EXCEPTION 'a security level needs a value' USING ERRCODE = 'PA002';
+    END IF;
+    IF level IS NULL OR level < 0 THEN
+      RAISE EXCEPTION 'security level must be a non-negative integer, not %', level USING ERRCODE = 'PA002';
+    END IF;
+  END IF;
+  IF level IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pganon.level_l x WHERE x.dataset_id = did
+                                                                        AND x.level = _check_level.level) THEN
+    RAISE EXCEPTION 'security level % of dataset "%" has no l', level, dataset USING ERRCODE = 'PA003',
+      HINT = format('set it first: SELECT pganon.set_level_l(%L, %s, l)', dataset, level);
+  END IF;
+END $$;
+COMMENT ON FUNCTION pganon._check_level(int, text, text, text, int, boolean) IS
+  'Internal: refuse a security level (or default level) that set_security_level / set_default_level cannot store.';
+
 DO $$ BEGIN   -- gained force; an existence check, not IF EXISTS (its NOTICE on every install)
   IF pg_catalog.to_regprocedure('pganon.set_security_level(text, text, text, int)') IS NOT NULL THEN
     DROP FUNCTION pganon.set_security_level(text, text, text, int);
@@ -236,24 +276,8 @@ AS $$
 #variable_conflict use_column
 DECLARE
   did int := pganon._dataset_id(dataset);
-  r text;
 BEGIN
-  SELECT a.role INTO r FROM pganon.attribute a
-   WHERE a.dataset_id = did AND a.column_name = set_security_level.column_name;
-  IF r IS NULL OR r <> 'sensitive' THEN
-    RAISE EXCEPTION 'column "%" is not a sensitive attribute of dataset "%"', column_name, dataset
-      USING ERRCODE = 'PA001', HINT = 'declare it first with pganon.set_attribute(dataset, column, ''sensitive'')';
-  END IF;
-  IF value IS NULL THEN
-    RAISE EXCEPTION 'a security level needs a value' USING ERRCODE = 'PA002';
-  END IF;
-  IF level IS NULL OR level < 0 THEN
-    RAISE EXCEPTION 'security level must be a non-negative integer, not %', level USING ERRCODE = 'PA002';
-  END IF;
-  IF NOT EXISTS (SELECT 1 FROM pganon.level_l x WHERE x.dataset_id = did AND x.level = set_security_level.level) THEN
-    RAISE EXCEPTION 'security level % of dataset "%" has no l', level, dataset USING ERRCODE = 'PA003',
-      HINT = format('set it first: SELECT pganon.set_level_l(%L, %s, l)', dataset, level);
-  END IF;
+  PERFORM pganon._check_level(did, dataset, column_name, value, level, false);
   -- A level for a value the column never holds is almost always a typo ('HIVV'): refused,
   -- naming the nearest values, unless forced (a value expected later, a sample of the table).
   IF NOT coalesce(force, false) THEN
@@ -282,23 +306,8 @@ AS $$
 #variable_conflict use_column
 DECLARE
   did int := pganon._dataset_id(dataset);
-  r text;
 BEGIN
-  SELECT a.role INTO r FROM pganon.attribute a
-   WHERE a.dataset_id = did AND a.column_name = set_default_level.column_name;
-  IF r IS NULL OR r <> 'sensitive' THEN
-    RAISE EXCEPTION 'column "%" is not a sensitive attribute of dataset "%"', column_name, dataset
-      USING ERRCODE = 'PA001', HINT = 'declare it first with pganon.set_attribute(dataset, column, ''sensitive'')';
-  END IF;
-  IF level < 0 THEN
-    RAISE EXCEPTION 'default level must be a non-negative integer or NULL, not %', level USING ERRCODE = 'PA002',
-      HINT = 'NULL gives unlisted values the highest level';
-  END IF;
-  IF level IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pganon.level_l x WHERE x.dataset_id = did
-                                                                        AND x.level = set_default_level.level) THEN
-    RAISE EXCEPTION 'security level % of dataset "%" has no l', level, dataset USING ERRCODE = 'PA003',
-      HINT = format('set it first: SELECT pganon.set_level_l(%L, %s, l)', dataset, level);
-  END IF;
+  PERFORM pganon._check_level(did, dataset, column_name, NULL, level, true);
   UPDATE pganon.attribute a SET default_level = level
    WHERE a.dataset_id = did AND a.column_name = set_default_level.column_name;
 END $$;
@@ -320,7 +329,7 @@ CREATE OR REPLACE FUNCTION pganon._effective_level(dataset_id int, column_name t
 LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
   -- The one definition of a sensitive value's security level, read by publish (lsl.py), verify
-  -- (040-verify.sql) and risk (risk.py): its own level, else the attribute's default. Callers
+  -- (40-verify/00-verify.sql) and risk (risk.py): its own level, else the attribute's default. Callers
   -- call it once per distinct value, not per row.
   SELECT coalesce((SELECT s.level FROM pganon.security_level s
                     WHERE s.dataset_id = $1 AND s.column_name = $2::name AND md5(s.value) = md5($3) AND s.value = $3),

@@ -12,7 +12,7 @@
 --                  pganon protects against escalation and against other admins, not against a
 --                  data owner who publishes their own data.
 --
--- Every function is SECURITY INVOKER except pganon.grant_reader / revoke_reader (055-roles.sql):
+-- Every function is SECURITY INVOKER except pganon.grant_reader / revoke_reader (30-publish/20-roles.sql):
 -- granting a role needs its ADMIN OPTION, which PostgreSQL 15 does not pass on to the members of
 -- pganon_admin.
 

@@ -252,7 +252,7 @@ BEGIN
   RETURN NEXT;
 
   -- a dataset with a person column: k, the privacy model (and semantic rules) count persons,
-  -- and persons stay whole when the layout says so (046-verify-person.sql)
+  -- and persons stay whole when the layout says so (20-verify-person.sql)
   IF lay ? 'person' THEN
     RETURN QUERY SELECT * FROM pganon._verify_person_k(map, source, keycol, lay->>'person', gt,
                                                        ARRAY(SELECT x->>'column' FROM jsonb_array_elements(lay->'qis') x), k);

@@ -1,7 +1,7 @@
 -- The independent verifier of GT/ST releases with bucket links ((c,k)-anonymization and
--- (p,k)-angelization, spec 004 §1.4-1.5). Like 040-verify.sql it shares no code with the engine:
+-- (p,k)-angelization, spec 004 §1.4-1.5). Like 00-verify.sql it shares no code with the engine:
 -- every check is SQL over the release relations, the recorded parameters and the source.
--- pganon.verify (040) dispatches the 'linked' family here.
+-- pganon.verify (00-verify.sql) dispatches the 'linked' family here.
 
 CREATE OR REPLACE FUNCTION pganon._verify_linked(lay jsonb, source regclass, source_rows bigint,
                                                  suppressed_rows bigint, dataset_id int)

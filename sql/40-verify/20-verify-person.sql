@@ -1,5 +1,5 @@
 -- The independent verifier of person-aware releases (danonyir, geneir, one_m_generalization;
--- spec 002 and spec 003 §2.1). Like 040-verify.sql it shares no code with the engine: the
+-- spec 002 and spec 003 §2.1). Like 00-verify.sql it shares no code with the engine: the
 -- identity-reserved models are counted again in SQL from the GT alone (persons = distinct
 -- id_num of a class), and EIR l-diversity, the one model without a closed form in counts, is
 -- decided by pganon._ir_min_hs_at_least, an exact bounded hitting-set search written here from
