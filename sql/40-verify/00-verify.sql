@@ -297,7 +297,7 @@ BEGIN
     END LOOP;
   END IF;
 
-  -- every source row is published exactly once (these methods suppress nothing)
+  -- every source row is published at most once, and the rest are counted as suppressed
   RETURN QUERY SELECT * FROM pganon._verify_partition(map, source, keycol, gt, suppressed_rows, source_rows);
 
   -- each class publishes one QI vector, that vector covers every member's values, and the GT

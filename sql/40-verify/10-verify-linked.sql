@@ -121,7 +121,7 @@ BEGIN
     RETURN NEXT;
   END IF;
 
-  -- every source row is published exactly once (these methods suppress nothing)
+  -- every source row is published at most once, and the rest are counted as suppressed
   RETURN QUERY SELECT * FROM pganon._verify_partition(map, source, keycol, gt, suppressed_rows, source_rows);
 
   -- the GT holds, per (group, bucket), as many rows as the map, each group's numeric cells are the

@@ -324,7 +324,7 @@ def test_try_run_never_swallows_a_cancel(conn):
     conn.execute("""
     CREATE OR REPLACE FUNCTION pg_temp.try_run(q text, codes text[]) RETURNS boolean LANGUAGE plpython3u AS $$
     plpy.execute("SELECT pganon._engine_boot()")
-    from pganon_engine import plpy_adapter
+    from pganon_engine.core import plpy_adapter
     return plpy_adapter.Db(plpy).try_run(q, codes)
     $$""")
     refused = conn.execute("SELECT pg_temp.try_run('SET temp_buffers = ''many''', ARRAY['22023'])").fetchone()[0]
