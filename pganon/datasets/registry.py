@@ -14,6 +14,7 @@ from typing import Callable
 import psycopg
 
 from .adult import load_adult
+from .adult_model import make_adult_model
 from .fetch import DatasetError, _data_file
 from .nmes import load_nmes
 from .rwm5yr import load_rwm5yr
@@ -98,6 +99,12 @@ DATASETS: dict[str, Dataset] = {
                 "(default 1,000,000 rows; options source=, seed=)",
                 "adult_synthetic", "adult_synthetic.yaml", make_synthetic_adult,
                 rows_allowed=True, default_rows=1_000_000),
+        Dataset("adult_model",
+                "Adult-like table drawn from a model fitted on UCI Adult: new combinations of "
+                "values with Adult's marginals and main dependencies; needs no Adult table "
+                "(default 1,000,000 rows; option seed=)",
+                "adult_model", "adult_model.yaml", make_adult_model,
+                rows_allowed=True, default_rows=1_000_000),
         Dataset("rwm5yr", "German health registry 1984-1988 (R COUNT rwm5yr): 19,609 yearly "
                 "records of 6,127 persons, doctor visits per year; person column person_id",
                 "rwm5yr", "rwm5yr.yaml", load_rwm5yr, rows_allowed=False),
@@ -129,9 +136,10 @@ def load(conn: psycopg.Connection, name: str, *, table: TableName | None = None,
     is false, declare it in the pganon catalog from its attribute file with the loaded table as
     source (``catalog.apply``). Both happen in one transaction: all of it, or nothing.
 
-    ``options`` go to the loader (``source``/``seed`` for adult_synthetic, ``persons``/
-    ``mean_records``/``source``/``seed`` for informs_synthetic, ``cache_dir`` for adult, nmes and
-    rwm5yr). Returns a summary: dataset, table, rows, seconds, and what was declared.
+    ``options`` go to the loader (``source``/``seed`` for adult_synthetic, ``seed`` for
+    adult_model, ``persons``/``mean_records``/``source``/``seed`` for informs_synthetic,
+    ``cache_dir`` for adult, nmes and rwm5yr). Returns a summary: dataset, table, rows, seconds,
+    and what was declared.
     """
     d = get_dataset(name)
     t0 = time.perf_counter()

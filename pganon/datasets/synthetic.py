@@ -67,7 +67,7 @@ def make_synthetic_adult(conn: psycopg.Connection, table: TableName = "adult_syn
             "SELECT g.i, {scols} "
             "FROM pg_catalog.generate_series(1, {rows}) AS g(i) "
             "JOIN {tmp} AS s "
-            "  ON s.pos = ((pg_catalog.hashint4extended(g.i, {seed}::bigint) & 9223372036854775807) "
+            "  ON s.pos = ((pg_catalog.hashint4extended(g.i, ({seed})::bigint) & 9223372036854775807) "
             "              % {n}::bigint)::integer"
         ).format(
             dst=rel.ident,
@@ -339,7 +339,7 @@ def make_informs_synthetic(conn: psycopg.Connection, table: TableName = "informs
         cur.execute(sql.SQL("ANALYZE {}").format(tmp_code))
         # Key of the j-th choice of person p: p * 4096 + j; 2 * INFORMS_MAX_RECORDS + 8 draws
         # from j = 16 stay below 4096.
-        key = lambda j: sql.SQL("pg_catalog.hashint8extended((g.p::bigint << 12) | {j}, {seed}::bigint)"
+        key = lambda j: sql.SQL("pg_catalog.hashint8extended((g.p::bigint << 12) | {j}, ({seed})::bigint)"
                                 ).format(j=j, seed=sql.Literal(seed))
         cur.execute(sql.SQL(
             "CREATE TEMP TABLE {person} AS "

@@ -374,6 +374,13 @@ def test_make_synthetic_adult_is_reproducible_and_seeded(conn):
     assert 1500 < distinct < 3000
 
 
+
+def test_make_synthetic_adult_takes_every_64_bit_seed(conn):
+    """The seed is a SQL literal: -2**63 must not parse as -(2**63::bigint), which overflows."""
+    ds.load_adult(conn, rows=300)
+    for seed in (-2**63, 2**63 - 1):
+        assert ds.make_synthetic_adult(conn, "s", 50, seed=seed, replace=True) == 50
+
 def test_make_synthetic_adult_source_with_gaps_in_ids(conn):
     ds.load_adult(conn, rows=1000)
     conn.execute("CREATE SCHEMA IF NOT EXISTS src_gaps")
@@ -491,7 +498,7 @@ def test_load_without_pganon_installed_changes_nothing(conn):
 def test_load_unknown_dataset_names_the_known_ones(conn):
     with pytest.raises(DatasetError, match="unknown dataset 'adults'") as e:
         ds.load(conn, "adults")
-    assert e.value.hint == "known datasets: adult, adult_synthetic, ck_table1, informs_synthetic, nmes, rwm5yr, table1"
+    assert e.value.hint == "known datasets: adult, adult_model, adult_synthetic, ck_table1, informs_synthetic, nmes, rwm5yr, table1"
 
 
 def test_load_declares_nmes_and_an_mmdcf_mslf_release_at_d3_verifies(fresh_dsn):
