@@ -47,7 +47,7 @@ def set_qis(conn, dataset: str, qis: list[str], all_qis: list[str]) -> None:
 
 def run_one(conn, dataset, label, k, sas, theta, limit):
     method, extra = METHODS[label]
-    params = {"k": k, "sensitive": sas, "theta": theta, **extra}
+    params = {"k": k, "sensitive": sas, "theta": theta, "queries": 1000, **extra}
     if limit:
         params["limit"] = limit
     t0 = time.perf_counter()

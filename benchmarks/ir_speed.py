@@ -52,7 +52,7 @@ def main():
                     pid = cap_backend_memory(c)
                     load0 = os.getloadavg()[0]
                     t0 = time.perf_counter()
-                    rid = releases.publish(c, "informs_synthetic", "danonyir", {"model": model, "seed": 1, **PARAMS[model]})
+                    rid = releases.publish(c, "informs_synthetic", "danonyir", {"model": model, "seed": 1, "queries": 1000, **PARAMS[model]})
                     wall = time.perf_counter() - t0
                     peak = peak_memory_mb(pid)
                     rel = releases.get(c, release=rid)

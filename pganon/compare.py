@@ -313,8 +313,8 @@ def _version(conn):
 
 def release_report(conn: psycopg.Connection, release: int) -> dict:
     """`pganon report RELEASE`: what was promised, what was verified (the checks re-run now),
-    what it costs in utility (its headline numbers, pganon.release_metrics, and `pganon.compare`
-    of this release alone) and what an attacker learns (pganon.risk and, for GT/ST releases, the
+    what it costs in utility (its headline numbers, pganon.release_metrics, `pganon.compare` of
+    this release alone, and `pganon.query_error` when publish stored none) and what an attacker learns (pganon.risk and, for GT/ST releases, the
     fingerprint-correlation audit)."""
     rel = releases.get(conn, release=release)
     layout = conn.execute("SELECT layout FROM pganon.release WHERE id = %s", (release,)).fetchone()[0]
@@ -332,4 +332,18 @@ def release_report(conn: psycopg.Connection, release: int) -> dict:
         out["audit_note"] = ("not a GT/ST release with bucket links: run `pganon audit RELEASE --delta COLUMN` "
                              "for a bucketization release" if layout.get("family") == "bucketization" else
                              "applies to GT/ST releases only")
+    if rel["headline"].get("query_error") is None and layout.get("family") in releases.QUERY_ERROR_FAMILIES:
+        out["query_error_now"] = query_error_now(conn, release)
     return out
+
+
+def query_error_now(conn: psycopg.Connection, release: int) -> dict:
+    """pganon.query_error of a release that stored none (publish runs no workload unless asked),
+    shown apart from the headline figure; {"error": why} when its source changed since."""
+    try:
+        with conn.transaction():
+            return conn.execute("SELECT pganon.query_error(%s)", (release,)).fetchone()[0]
+    except psycopg.Error as e:
+        if e.sqlstate not in ("PA002", "PA004"):
+            raise
+        return {"error": e.diag.message_primary or str(e)}

@@ -127,7 +127,9 @@ METRICS = {
     "query error": ("query_error", "query error",
                     "Mean relative error of the release's own seeded COUNT queries on the QIs at selectivity "
                     "theta (the publish parameters queries, theta, seed), estimated uniformly within the published "
-                    "cells (Khan et al. 2020, section 6.1.2); 0 when the QIs are published exactly."),
+                    "cells (Khan et al. 2020, section 6.1.2); 0 when the QIs are published exactly. Publish runs "
+                    "these queries only when its parameters ask (queries > 0); otherwise the figure is not "
+                    "measured (empty), and pganon.query_error(release) measures it on demand."),
     "AIL": ("ail", "AIL", "Average information loss of the security-level groups (Xiao & Li 2020, Definition 14)."),
     "SR": ("sr", "SR", "Suppression ratio: suppressed rows over source rows (Xiao & Li 2020, Definition 15)."),
     "DM": ("dm", "DM", "Discernibility metric: the sum of the squared class sizes."),
@@ -147,6 +149,10 @@ METRICS = {
     "risk failures": ("risk_failures", "policy failures", "Risk figures that break the dataset's policy."),
     "seconds": ("seconds", "seconds", "Time pganon.publish spent in its phases, verification included."),
 }
+
+# Release families pganon.query_error measures on demand (a person-level release's query error
+# counts persons' records and is measured by publish alone; rating publishes no QI cells).
+QUERY_ERROR_FAMILIES = ("generalized", "linked", "bucketization")
 
 # Shown by `pganon releases` and `pganon publish` whatever the family (others only when set).
 _ALWAYS = ("groups", "published", "suppressed", "NCP%", "query error", "seconds")

@@ -168,8 +168,9 @@ def _metric(h: dict, col: str, *, rank=True):
     if col in ("ncp_percent", "query_error") and h and h.get("qis_exact") and v == 0:
         attrs["title"] = f"{col} 0: every quasi-identifier is published exactly"
         return ("<span class=\"exact\">exact</span>", None, attrs)
-    if v is None:
-        return ("<span class=\"na\">–</span>", None, attrs)
+    if v is None:   # a query error publish did not measure (its default) is said so, not left blank
+        return ("<span class=\"na\">not measured</span>" if col == "query_error" else "<span class=\"na\">–</span>",
+                None, attrs)
     return (_num(v), v if rank else None, attrs)
 
 
@@ -527,9 +528,15 @@ def release_html(rep: dict) -> str:
         body.append(_risk_section(rep["risk"]))
     from . import releases
     h = rep.get("headline") or info.get("headline") or {}
+    now = rep.get("query_error_now")   # measured by the report when publish stored none
     cost = [(label, _metric(h, col, rank=False)) for _, (col, label, _) in releases.METRICS.items()
-            if h.get(col) is not None and col not in ("published_rows", "suppressed_rows", "risk_failures",
-                                                      "prosecutor_risk_max", "attacker_confidence_max")]
+            if (h.get(col) is not None or (col == "query_error" and now))
+            and col not in ("published_rows", "suppressed_rows", "risk_failures", "prosecutor_risk_max",
+                            "attacker_confidence_max")]
+    if now:
+        cost.append((f"query error, measured now ({now.get('queries', 0):,} queries at θ = {now.get('theta')})"
+                     if "mean" in now else "query error, measured now",
+                     (_num(now["mean"]), None) if "mean" in now else (escape(now.get("error", "")), None)))
     cost += [("KL divergence (nats)", (_num(m.get("kl_divergence")), None)), ("classes", (_num(m.get("classes")), None)),
              ("median class size", (_num((m.get("class_sizes") or {}).get("median")), None))]
     cost += [(f"ARE at θ = {t} (shared workload)", (_num(v), None)) for t, v in sorted((m.get("are") or {}).items())]

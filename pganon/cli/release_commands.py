@@ -65,6 +65,9 @@ def cmd_publish(args):
     s = releases.summary(rel)
     s["wall seconds"] = round(wall, 3)
     out.record(s, as_row=True)
+    if s.get("query error") is None and rel["headline"].get("family") in releases.QUERY_ERROR_FAMILIES:
+        out.note(f"\nquery error not measured (publish runs its query workload only when asked: -p queries=1000); "
+                 f"SELECT pganon.query_error({rid}) measures it now, and `pganon report {rid}` shows it")
     if not args.promote:
         if failing:
             out.note(f"\ncandidate {rid} breaks the policy of {args.dataset} ({len(failing)} figure(s)); "

@@ -11,10 +11,29 @@ COMMENT ON FUNCTION pganon.compare(bigint[], jsonb) IS
   '[0.05, 0.1, 0.2]), queries (1000), seed (0), qd (2). Admin only: reads the sources. '
   'Example: SELECT pganon.compare(ARRAY[1, 2, 3]);';
 
+-- pganon.query_error: a kept release's query error measured now (issue 15). Publish runs no
+-- workload unless its params ask (queries > 0): 1,000 queries were most of a publish.
+
+CREATE OR REPLACE FUNCTION pganon.query_error(release bigint, queries integer DEFAULT 1000,
+                                              theta float8 DEFAULT 0.1, seed bigint DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pganon._call('query_error', jsonb_build_object('release', release, 'queries', queries,
+                                                           'theta', theta, 'seed', seed)) $$;
+COMMENT ON FUNCTION pganon.query_error(bigint, integer, float8, bigint) IS
+  'The query error of a release, measured now: mean, median and max relative error of seeded COUNT '
+  'queries on the QIs at selectivity theta, estimated uniformly within the published cells; the figure '
+  'publish stores when its params ask for queries, theta, seed (seed NULL: the release''s, else 0), '
+  'equal to it while the source is unchanged (a source with another row count is refused, PA004). '
+  'Generalized, linked and bucketization releases; nothing is written. Admin only: reads the source. '
+  'Example: SELECT pganon.query_error(1, queries => 1000, theta => 0.1);';
+
 -- pganon.release_metrics: the one definition of every headline number (issue 13). The CLI
 -- (`pganon publish`, `pganon releases`), `pganon report` and `pganon compare` all read this view,
 -- so a release shows the same figure everywhere. Numbers come from what publish stored
 -- (pganon.release.metrics, phase_seconds) and from the release's risk figures (pganon.risk).
+-- query_error is the figure publish stored, NULL when it ran no workload (the default: the CLI and
+-- reports say "not measured"; pganon.query_error measures it on demand, under its own name).
 -- NCP % is the loss of the QI cells as published: a bucketization release that publishes its QIs
 -- exactly has NCP 0 (qis_exact), and the spread of its groups' QI values, which its metrics store
 -- under ncp_percent (Khan et al. 2020, section 6.1.1), is group_ncp_percent here.
@@ -47,6 +66,7 @@ COMMENT ON VIEW pganon.release_metrics IS
   'The headline numbers of every release, one definition each, as the CLI and the HTML reports show them: '
   'row counts, suppressed %, NCP % of the QI cells as published (0 and qis_exact when the QIs are published '
   'exactly; group_ncp_percent: the spread of each bucketization group''s QI values), the publish-time query '
-  'error (COUNT queries on the QIs at query_error_theta), the method''s own measures (AIL, SR, DM, C_avg, '
+  'error (COUNT queries on the QIs at query_error_theta; NULL when publish ran none: pganon.query_error '
+  'measures it on demand), the method''s own measures (AIL, SR, DM, C_avg, '
   'NLoss, v, vulnerable records), the worst identity risk and attacker confidence of pganon.risk, risk '
   'figures that break the policy, and seconds. Example: SELECT * FROM pganon.release_metrics WHERE dataset = ''adult'';';

@@ -98,7 +98,7 @@ def test_mondrian_numeric_ranges_and_l_diversity_verify(conn, name):
         lo, hi = conn.execute(f"SELECT min(lower(age)), max(upper(age) - 1) FROM pganon_data.r{rid}_gt").fetchone()
         assert (lo, hi) == (min(r[1] for r in rows), max(r[1] for r in rows))
         m = conn.execute("SELECT metrics FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
-        assert 0 < m["ncp_percent"] < 100 and m["query_error"]["queries"] == 1000
+        assert 0 < m["ncp_percent"] < 100 and "query_error" not in m   # no workload unless asked (issue 15)
         got = conn.execute(f"SELECT pganon.check('pganon_data.r{rid}_gt', '{{age,sex}}', '{{disease}}', "
                            f"'l_diversity', '{{\"l\": 3}}')").fetchone()[0]
         assert got["holds"] is True and got["value"] >= 3

@@ -5,6 +5,8 @@ gives the figure its twin published with `queries` stored. Hostile table and col
 
 import json
 import random
+import subprocess
+import sys
 
 import psycopg
 import pytest
@@ -99,7 +101,22 @@ def test_query_error_refuses_a_changed_source_and_what_it_cannot_measure(conn, p
         with pytest.raises(psycopg.Error) as e:
             _on_demand(conn, *args)
         assert (e.value.sqlstate, message in e.value.diag.message_primary) == (code, True), (args, e.value)
+    # it reads the source: admins only, never readers
+    assert conn.execute("SELECT has_function_privilege(r, 'pganon.query_error(bigint,integer,float8,bigint)', "
+                        "'EXECUTE') FROM unnest('{pganon_admin,pganon_reader}'::text[]) r").fetchall() == [(True,), (False,)]
     conn.execute(sql.SQL("DELETE FROM {} WHERE id < 3").format(sql.Identifier(table)))
     with pytest.raises(psycopg.Error) as e:
         _on_demand(conn, rid)
     assert e.value.sqlstate == "PA004" and "has 597 rows now; the release was made from 600 rows" in str(e.value)
+
+
+def test_cli_publish_says_the_query_error_was_not_measured_and_how_to_measure_it(db_dsn, people):
+    name, _ = people
+    run = lambda *a: subprocess.run([sys.executable, "-m", "pganon.cli", *a, "--dsn", db_dsn], capture_output=True,
+                                    text=True, timeout=600)
+    r = run("publish", name, "mondrian", "-p", "k=4", "--quiet")
+    rid = int(r.stdout.splitlines()[2].split("|")[0])
+    assert r.returncode == 0 and "query error not measured" in r.stdout and \
+        f"SELECT pganon.query_error({rid}) measures it now" in r.stdout, r.stdout + r.stderr
+    r = run("publish", name, "mondrian", "-p", "k=4", "-p", "queries=100", "--quiet")
+    assert r.returncode == 0 and "not measured" not in r.stdout, r.stdout

@@ -128,6 +128,7 @@ def test_cli_view_report_and_compare_show_one_number_per_metric(world, db_dsn):
                     value, text = shown[(rid, col)]
                     assert _close(value, view[col]), (method, col, value, view[col])
                     assert text == ("exact" if view["qis_exact"] and col in ("ncp_percent", "query_error") and value == 0
+                                    else "not measured" if col == "query_error" and value is None
                                     else report_html._num(value)), (method, col, text)
                     checked += 1
             assert checked >= 5, (method, shown)
@@ -253,3 +254,21 @@ def test_an_admin_reads_the_headline_numbers_of_its_own_releases_only(server_dsn
             su.execute(sql.SQL("DROP OWNED BY {} CASCADE").format(sql.Identifier(role)))
         with psycopg.connect(server_dsn, autocommit=True) as c:
             c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+def test_a_query_error_publish_did_not_measure_is_not_measured_everywhere_and_the_report_measures_it(world, db_dsn):
+    """Issue 15: publish runs no query workload by default. The view, the CLI summary and the
+    report's headline say "not measured" (NULL), one definition; the report measures it now with
+    pganon.query_error and shows it under its own name."""
+    rid = world["kept"]["mondrian"]
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT query_error FROM pganon.release_metrics WHERE release = %s", (rid,)).fetchone() == (None,)
+        assert releases.summary(releases.get(conn, release=rid))["query error"] is None
+        now = conn.execute("SELECT pganon.query_error(%s)", (rid,)).fetchone()[0]
+    rep = world["reports"]["mondrian"]
+    assert rep["headline"]["query_error"] is None and rep["query_error_now"] == now and now["mean"] > 0
+    html = world["html"]["mondrian"]
+    assert _cells(html)[(rid, "query_error")] == (None, "not measured")
+    assert f"<dt>query error, measured now (1,000 queries at θ = 0.1)</dt><dd>{report_html._num(now['mean'])}</dd>" in html
+    # a release with exact QIs keeps its stored exact 0 and is measured by nobody again
+    assert "query_error_now" not in world["reports"]["mbf_mslf"]

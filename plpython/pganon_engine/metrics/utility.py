@@ -6,14 +6,19 @@ release's classes from its GT (one row per distinct published QI vector, with it
 Cells by GT column type: a range is the closed interval it covers (discrete ranges end one below
 their exclusive upper bound), an array is a value set, '*' is the whole domain, anything else is
 an exact value. Numbers, dates and timestamps are compared on `coltypes`' number line on both sides.
+
+Publish measures it only when its params ask (`queries` > 0); `release_query_error`
+(`pganon.query_error`) measures a kept release on demand with the same queries.
 """
 
 import numpy as np
 
-from pganon_engine.core import coltypes
+from pganon_engine.core import catalog, coltypes
+from pganon_engine.core.errors import bad_data, invalid
 from pganon_engine.core.plpy_adapter import drop_temp
+from pganon_engine.hierarchy import store as hierarchy_store
 
-from . import estimate, querygen, workload
+from . import estimate, querygen, reconstruct, workload
 
 
 def _column_types(db, relation):
@@ -129,3 +134,57 @@ def covered_view(db, qis, snap, gt, hierarchies):
     db.run(f"CREATE TEMP TABLE _pganon_qview ON COMMIT DROP AS SELECT {', '.join(cells)} FROM {gt} g "
            + " ".join(joins))
     return "pg_temp._pganon_qview"
+
+
+def release_query_error(db, release, queries=1000, theta=0.1, seed=None):
+    """`pganon.query_error`: the query error of a kept release, measured now (issue 15: publish
+    runs no workload unless asked). The figure publish stores with params queries, theta and
+    seed (seed: the release's, else 0): the same queries on the release's GT and its source rows
+    (the first `limit` by key when the release was limited), read now, so equal to the stored one
+    while the source is unchanged.  A source that no longer has the release's row count is
+    refused: its figure would be about other rows."""
+    info = reconstruct.release_row(db, release)
+    lay, params = info["layout"], info["params"]
+    fam = lay.get("family")
+    if fam not in ("generalized", "linked", "bucketization"):
+        what = ("its query error counts persons' records on the SA and lambda QIs, from the method's own "
+                "classes" if fam == "person" else "it publishes no QI cells this workload reads")
+        raise invalid(f"release {release} ({info['method']}) has no on-demand query error: {what}",
+                      hint="publish it again with params {\"queries\": 1000} to store the figure" if fam == "person"
+                      else "compare it with pganon.compare, whose shared workload reads every release shape")
+    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+        raise invalid(f"queries must be an integer >= 1, not {queries!r}")
+    workload.check_queries(queries)
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta <= 1:
+        raise invalid(f"theta must be a number in (0, 1], not {theta!r}")
+    if seed is None:
+        seed = params.get("seed") if isinstance(params.get("seed"), int) else 0
+    elif isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise invalid(f"seed must be an integer >= 0, not {seed!r}", hint="NULL: the release's seed, else 0")
+    ds = catalog.load(db, info["dataset"])
+    att = {a["column"]: a for a in ds.attributes}
+    gone = [q["column"] for q in lay["qis"] if q["column"] not in att]
+    if gone:
+        raise invalid(f"QI columns {gone} of release {release} are no longer declared in dataset {ds.name}",
+                      hint="declare them again with pganon.set_attribute(dataset, column, 'quasi', kind)")
+    qis = [{"column": q["column"], "kind": att[q["column"]]["kind"], "type": att[q["column"]]["type"]}
+           for q in lay["qis"]]
+    I = db.ident
+    cols = ", ".join(I(q["column"]) for q in qis)
+    limit = f" ORDER BY {I(ds.key)} LIMIT {int(params['limit'])}" if params.get("limit") else ""
+    snap = f"(SELECT {cols} FROM {ds.source}{limit}) s"
+    nulls = " OR ".join(f"{I(q['column'])} IS NULL" for q in qis)
+    r = db.one(f"SELECT count(*) AS n, count(*) FILTER (WHERE {nulls}) AS nulls FROM {snap}")
+    if r["n"] != info["source_rows"] or r["nulls"]:
+        now = f"{r['n']} rows" + (f", {r['nulls']} with a NULL QI" if r["nulls"] else "")
+        raise bad_data(f"the source {ds.source} of release {release} has {now} now; the release was made "
+                       f"from {info['source_rows']} rows: its query error would be about other rows",
+                       hint="publish a new release with params {\"queries\": 1000} to measure it on the rows "
+                            "as they are")
+    gt = lay["relations"]["gt"]
+    labelled = reconstruct._labelled(lay)
+    if labelled:
+        gt = covered_view(db, qis, snap, gt, {c: hierarchy_store.load(db, ds, c) for c in labelled})
+    out = query_error(db, qis, snap, gt, float(theta), queries, seed)
+    out.update(release=int(release), source_rows=int(r["n"]))
+    return out

@@ -79,7 +79,7 @@ def check_queries(n):
     ran for minutes)."""
     if isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > MAX_QUERIES:
         raise errors.invalid(f"queries = {n} is above the limit of {MAX_QUERIES:,} queries per workload",
-                             hint=f"ask for at most {MAX_QUERIES:,} queries (the default is 1,000)")
+                             hint=f"ask for at most {MAX_QUERIES:,} queries (pganon.query_error defaults to 1,000)")
 
 
 # --------------------------------------------------------------------------------------------

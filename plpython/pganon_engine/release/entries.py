@@ -63,6 +63,14 @@ def _compare(db, **kw):
     return comparison.compare(db, **kw)
 
 
+def _query_error(db, **kw):
+    from pganon_engine.metrics import utility
+
+    from . import roles
+    roles.act_for_release(db, kw["release"])
+    return utility.release_query_error(db, **kw)
+
+
 def _audit(db, **kw):
     from pganon_engine.models import audit
 
@@ -78,6 +86,7 @@ ENTRIES = {
     "validate_policy": _policy,
     "audit": _audit,
     "compare": _compare,
+    "query_error": _query_error,
     "set_hierarchy": _hierarchy("set_from_csv"),
     "build_hierarchy": _hierarchy("build"),
     "hierarchy_csv": _hierarchy("to_csv"),

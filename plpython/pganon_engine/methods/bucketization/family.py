@@ -101,8 +101,8 @@ def parse_params(method, params, ds):
         "l": l, "min_group": min_group, "tie": tie, "level_l": dict(ds.level_l),
         "seed": seed, "qi_order": P.boolean(params, "qi_order"), "generalize": P.boolean(params, "generalize"),
         "limit": P.integer(params, "limit", 1),
-        # exact QIs answer every QI query exactly: the workload runs only on a generalized GT
-        # or when asked for
+        # the query-error workload runs only when asked for (queries > 0; pganon.query_error
+        # measures a release afterwards); exact QIs answer every QI query exactly
         "workload": P.workload(params) if P.boolean(params, "generalize") or "queries" in params else None,
     }
 
