@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PGANON := .venv/bin/pganon
 
-.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir bench-gen bench-risk server-start server-stop clean
+.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir bench-gen bench-risk bench-scale server-start server-stop clean
 
 setup:
 	@bash scripts/setup.sh
@@ -49,6 +49,11 @@ bench-gen: setup
 ## Risk from the analyst's seat for all 16 methods on Adult and the INFORMS-like table (results/risk.md)
 bench-risk: setup
 	@$(PY) benchmarks/risk_figures.py
+
+## Publish at 100k and 1M rows (10M with FULL=1; or SIZES=100000,1000000) as ratios to a table copy, per phase,
+## peak backend memory, against issue 15's targets; ANJANA / anonypyx / pyCANON side by side (results/scale.md)
+bench-scale: setup
+	@SIZES="$(SIZES)" FULL="$(FULL)" $(PY) benchmarks/scale.py
 
 server-start: setup
 	@$(PGANON) server start
