@@ -95,8 +95,25 @@ __all__ = ["Result", "partition", "mondrian"]
 # --------------------------------------------------------------------------------------------
 
 
+class Partitions:
+    """What the in-memory `Result` and the SQL driver's `mondrian_sql.Plan` both answer from their
+    `sizes`, `lo`, `hi` and `nodes`: how many partitions, and each one's cell."""
+
+    @property
+    def n_partitions(self):
+        return int(self.sizes.size)
+
+    def summary(self, p):
+        """Partition p's summary: per QI (min code, max code) or the taxonomy node."""
+        return tuple(self.nodes[j][p] if self.nodes[j] is not None
+                     else (int(self.lo[j][p]), int(self.hi[j][p])) for j in range(len(self.lo)))
+
+    def summaries(self):
+        return [self.summary(p) for p in range(self.n_partitions)]
+
+
 @dataclass(frozen=True, eq=False)
-class Result:
+class Result(Partitions):
     """Partitions of a run, numbered 0.. in tree order (D6).
 
     partition  per row its partition id
@@ -116,17 +133,6 @@ class Result:
     origin: np.ndarray
     rounds: int
 
-    @property
-    def n_partitions(self):
-        return int(self.sizes.size)
-
-    def summary(self, p):
-        """Partition p's summary: per QI (min code, max code) or the taxonomy node."""
-        return tuple(self.nodes[j][p] if self.nodes[j] is not None
-                     else (int(self.lo[j][p]), int(self.hi[j][p])) for j in range(len(self.lo)))
-
-    def summaries(self):
-        return [self.summary(p) for p in range(self.n_partitions)]
 
 
 def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=None, nodes=None,

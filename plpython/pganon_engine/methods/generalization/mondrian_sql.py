@@ -78,7 +78,7 @@ _LO, _HI = -1, 2**31 - 1  # code bounds of the open ends of a range cut (codes a
 
 
 @dataclass(frozen=True, eq=False)
-class Plan:
+class Plan(mondrian.Partitions):
     """The partitions of a run, numbered 0.. in tree order, as `mondrian.Result` without the
     per-row array (the rows' classes stay in the database, S5).
 
@@ -99,17 +99,6 @@ class Plan:
     levels: int
     pulled: int
     largest: int
-
-    @property
-    def n_partitions(self):
-        return int(self.sizes.size)
-
-    def summary(self, p):
-        return tuple(self.nodes[j][p] if self.nodes[j] is not None
-                     else (int(self.lo[j][p]), int(self.hi[j][p])) for j in range(len(self.lo)))
-
-    def summaries(self):
-        return [self.summary(p) for p in range(self.n_partitions)]
 
 
 def drop_leftovers(db, names=TABLES):
