@@ -120,6 +120,11 @@ def digest(conn, rid: int) -> dict:
     layout, counts = rel[0], rel[1:]
     parts = {"counts": json.dumps(list(counts))}
     for role, relation in sorted(layout["relations"].items()):
+        if role == "promise":   # one row; its risk figures are floats: rounded as the risk rows are
+            row = conn.execute(sql.SQL("SELECT method, model, promise, risk, promoted_at FROM {}").format(
+                sql.SQL(relation))).fetchone()
+            parts[role] = json.dumps(_round(list(row)), sort_keys=True, default=str)
+            continue
         parts[role] = _rows(conn, relation, physical=role != "map")
     parts["verify"] = json.dumps(conn.execute('SELECT "check", passed, detail FROM pganon.verify(%s) ORDER BY 1',
                                               (rid,)).fetchall())
