@@ -1,10 +1,10 @@
-"""The peer runners of `make bench-scale` (scale_peers.py starts them): ANJANA, anonypyx and pyCANON
-on a CSV export of the table pganon published, each inside its own virtual environment (the
+"""The peer runners of `make bench-scale` (scale_peers.py starts them): ANJANA, anonypyx, pyCANON
+and qiyuangong/Mondrian (`gong`, a pure-Python in-memory Mondrian run from its checkout) on a CSV export of the table pganon published, each inside its own virtual environment (the
 peers pin conflicting pyCANON versions and never enter the project venv), so this file imports
 nothing from pganon.
 
-    <peer venv>/bin/python benchmarks/peers.py anjana|anonypyx|pycanon --csv T.csv --qis a,b
-        [--sa s] [--k 10] [--numeric age] [--hierarchy qi=path.csv ...]
+    <peer venv>/bin/python benchmarks/peers.py anjana|anonypyx|pycanon|gong --csv T.csv --qis a,b
+        [--sa s] [--k 10] [--numeric age] [--hierarchy qi=path.csv ...] [--gong-dir checkout]
 
 Prints one JSON line: seconds of the algorithm alone (the CSV read is timed apart, as
 read_seconds) and what it produced.
@@ -70,7 +70,30 @@ def run_pycanon(df: pd.DataFrame, args) -> dict:
     return {"seconds": time.perf_counter() - t0, "k": int(k), "result": f"k = {k}"}
 
 
-RUNNERS = {"anjana": run_anjana, "anonypyx": run_anonypyx, "pycanon": run_pycanon}
+def run_gong(df: pd.DataFrame, args) -> dict:
+    """qiyuangong/Mondrian (strict Mondrian, LeFevre et al. 2006, pure Python in memory), imported
+    from the checkout --gong-dir: every QI an ordered integer code (a categorical one by its
+    values' sorted order, as its own Adult reader codes them), the SA last; the call timed whole."""
+    import sys
+    sys.path.insert(0, args.gong_dir)
+    from mondrian import mondrian
+    cols = []
+    for q in args.qis:
+        if q in args.numeric:
+            cols.append(df[q].astype(int).tolist())
+        else:
+            codes = {v: i for i, v in enumerate(sorted(df[q].unique()))}
+            cols.append([codes[v] for v in df[q]])
+    data = [list(r) + [s] for r, s in zip(zip(*cols), df[args.sa].astype(str).tolist())]
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        result, (ncp, own) = mondrian(data, args.k, False)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "result": f"NCP {ncp:.2f}%, {len(result)} rows; its own timer "
+                                          f"{own:.2f} s (split only)"}
+
+
+RUNNERS = {"anjana": run_anjana, "anonypyx": run_anonypyx, "pycanon": run_pycanon, "gong": run_gong}
 
 
 def main() -> None:
@@ -83,6 +106,7 @@ def main() -> None:
     ap.add_argument("--supp", type=float, default=0, help="ANJANA's suppression limit, percent of rows")
     ap.add_argument("--numeric", type=lambda s: [x for x in s.split(",") if x], default=[])
     ap.add_argument("--hierarchy", action="append", default=[], help="qi=path (ANJANA)")
+    ap.add_argument("--gong-dir", help="a checkout of github.com/qiyuangong/Mondrian (gong)")
     args = ap.parse_args()
     df, read_s = read(args)
     out = RUNNERS[args.tool](df, args)

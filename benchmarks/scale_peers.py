@@ -25,6 +25,9 @@ from psycopg import sql
 from pganon import datasets, install
 
 PEERS = {"anjana": "anjana==1.2.3", "anonypyx": "anonypyx==0.2.11", "pycanon": "pycanon==1.3.6"}
+# The pure-Python in-memory Mondrian the issue compares with (not on PyPI): a checkout of this
+# commit, $PGANON_GONG_MONDRIAN or cloned under the peers dir; run by this interpreter (pandas).
+GONG_URL, GONG_COMMIT = "https://github.com/qiyuangong/Mondrian", "49d49cfb3348e769b7cb5138deda6ee67bda8749"
 ROOT = Path(os.environ.get("PGANON_PEERS_DIR", Path.home() / ".cache" / "pganon" / "peers"))
 WORK = ROOT.parent / "scale"
 RUNNER = Path(__file__).resolve().parent / "peers.py"
@@ -62,6 +65,18 @@ def ensure(name: str) -> dict:
     return dict(st, ok=True)
 
 
+def ensure_gong() -> dict:
+    """The qiyuangong/Mondrian checkout, cloned at GONG_COMMIT on first use; {ok, python, dir | reason}."""
+    d = Path(os.environ.get("PGANON_GONG_MONDRIAN", ROOT / "qiyuangong-Mondrian"))
+    st = {"requirement": f"{GONG_URL}@{GONG_COMMIT[:7]}", "dir": str(d), "venv": str(d), "python": sys.executable}
+    if not (d / "mondrian.py").is_file():
+        for cmd in (["git", "clone", "-q", GONG_URL, str(d)], ["git", "-C", str(d), "checkout", "-q", GONG_COMMIT]):
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                return dict(st, ok=False, reason=f"`{' '.join(cmd)}` failed: {(p.stderr or p.stdout).strip()[:300]}")
+    return dict(st, ok=True)
+
+
 def _meta(c, dataset: str) -> dict:
     rows = c.execute("SELECT column_name, role, kind FROM pganon.attributes WHERE dataset = %s ORDER BY position",
                      (dataset,)).fetchall()
@@ -90,6 +105,8 @@ def peer(tool: str, st: dict, csv: str, m: dict, timeout: int) -> dict:
     cmd = [st["python"], str(RUNNER), tool, "--csv", csv, "--qis", ",".join(m["qis"]), "--sa", m["sas"][0],
            "--k", str(K), "--numeric", ",".join(m["numeric"])]
     cmd += [a for q, p in m["hierarchies"].items() for a in ("--hierarchy", f"{q}={p}")]
+    if tool == "gong":
+        cmd += ["--gong-dir", st["dir"]]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -108,6 +125,7 @@ def run_all(admin: str, data: str, runs: list, args) -> dict:
     query workload off) and pganon.check, then the peers on the same rows."""
     import scale   # the publish/timing helpers; imported late (scale imports this module)
     installed = {name: ensure(name) for name in PEERS}
+    installed["gong"] = ensure_gong()
     for name, st in installed.items():
         print(f"peer {name}: {'ok' if st['ok'] else st['reason']}", flush=True)
     dsn = scale.recreate(admin, PEER_DB)
@@ -140,7 +158,8 @@ def run_all(admin: str, data: str, runs: list, args) -> dict:
                                   pganon_seconds=None, result=f"peak RSS {r['peak_rss_mib']} MiB"))
             print(json.dumps(anonymize[-1]), flush=True)
         for tool, algorithm, ref in (("anjana", "greedy full-domain generalization, no suppression", "gaa"),
-                                     ("anonypyx", "Mondrian (in memory)", "mondrian")):
+                                     ("anonypyx", "Mondrian (in memory)", "mondrian"),
+                                     ("gong", "Mondrian (pure Python, in memory; qiyuangong/Mondrian)", "mondrian")):
             r = peer(tool, installed[tool], str(csv), m, args.peer_timeout)
             ref_run = pg[ref]
             anonymize.append(dict(base, tool=tool, algorithm=algorithm, status=r.get("status", "ok"),
@@ -162,6 +181,7 @@ def run_all(admin: str, data: str, runs: list, args) -> dict:
             "materializing the release; the peers' seconds are their algorithm alone on a DataFrame in "
             "memory (CSV read excluded). ANJANA gets pganon's hierarchies of the QIs and no suppression "
             "(`supp_level` 0); its ratio is taken to pganon's gaa (both full-domain generalization over "
-            "hierarchies; `vs_mondrian` in scale.json has it against mondrian too); anonypyx's to pganon's mondrian. "
+            "hierarchies; `vs_mondrian` in scale.json has it against mondrian too); anonypyx's and qiyuangong/Mondrian's "
+            "(every QI an ordered code, categorical ones by sorted value; the call timed whole) to pganon's mondrian. "
             f"Peer venvs: {ROOT}/<name> (separate: ANJANA pins its own pyCANON); limit {args.peer_timeout} s per peer run.")
     return {"install": installed, "anonymize": anonymize, "check": check, "note": note, "failed": failed}

@@ -21,6 +21,7 @@ from .rwm5yr import load_rwm5yr
 from .synthetic import make_informs_synthetic, make_synthetic_adult
 from .table1 import load_ck_table1, load_table1
 from .tables import TableName, _target
+from .wide_zip import make_wide_zip
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,6 +117,12 @@ DATASETS: dict[str, Dataset] = {
                 "50,000 persons; options persons=, mean_records=, source=, seed=)",
                 "informs_synthetic", "informs_synthetic.yaml", make_informs_synthetic,
                 rows_allowed=True, default_rows=None),
+        Dataset("wide_zip",
+                "Wide domains for generalization at scale: a 13,000-value ZIP code with a "
+                "5 -> 3 -> 1 digit hierarchy, numeric QIs with ~40,000-50,000 distinct values, "
+                "12 diseases (default 63,000 rows; option seed=)",
+                "wide_zip", "wide_zip.yaml", make_wide_zip, rows_allowed=True,
+                default_rows=63_000),
     )
 }
 
@@ -137,7 +144,7 @@ def load(conn: psycopg.Connection, name: str, *, table: TableName | None = None,
     source (``catalog.apply``). Both happen in one transaction: all of it, or nothing.
 
     ``options`` go to the loader (``source``/``seed`` for adult_synthetic, ``seed`` for
-    adult_model, ``persons``/``mean_records``/``source``/``seed`` for informs_synthetic,
+    adult_model and wide_zip, ``persons``/``mean_records``/``source``/``seed`` for informs_synthetic,
     ``cache_dir`` for adult, nmes and rwm5yr). Returns a summary: dataset, table, rows, seconds,
     and what was declared.
     """

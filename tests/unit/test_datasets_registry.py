@@ -14,7 +14,7 @@ from pganon.datasets import DatasetError
 
 
 def test_registry_names_files_and_tables():
-    assert set(ds.DATASETS) == {"adult", "adult_model", "nmes", "table1", "ck_table1", "adult_synthetic", "rwm5yr", "informs_synthetic"}
+    assert set(ds.DATASETS) == {"adult", "adult_model", "nmes", "table1", "ck_table1", "adult_synthetic", "rwm5yr", "informs_synthetic", "wide_zip"}
     for name, d in ds.DATASETS.items():
         assert d.name == name
         doc = yaml.safe_load(d.attributes_path.read_text(encoding="utf-8"))
@@ -60,7 +60,7 @@ def test_registry_dispatch_passes_table_rows_and_options():
 def test_get_dataset_names_the_known_ones():
     assert ds.get_dataset("table1") is ds.DATASETS["table1"]
     with pytest.raises(DatasetError, match="unknown dataset 'adults' .hint: known datasets: "
-                                           "adult, adult_model, adult_synthetic, ck_table1, informs_synthetic, nmes, rwm5yr, table1") as e:
+                                           "adult, adult_model, adult_synthetic, ck_table1, informs_synthetic, nmes, rwm5yr, table1, wide_zip") as e:
         ds.get_dataset("adults")
     assert e.value.sqlstate == "PA001"
 

@@ -247,6 +247,8 @@ def test_random_tree_matches_brute_force(pairs, rnd):
         for b in labels:
             common = [x for x in up(a) if x in up(b)]
             assert h.label(h.lca(a, b)) == common[0]
+        # lca_row writes each ancestor over its subtree (O(nodes)): the same row as lca_many
+        assert h.lca_row(a).tolist() == [h.lca(a, b) for b in labels]
     # The same tree from its leaf paths, in any row order, gets the same ids.
     rows = [up(x) for x in sorted(leaves)]
     rnd.shuffle(rows)

@@ -60,8 +60,26 @@ def _save(db, dataset, column, tree, origin):
            "WITH ORDINALITY AS x(n, p, d, c, o)",
            [att["id"], column, [e[0] for e in edges], [e[1] for e in edges], [e[2] for e in edges],
             [e[3] for e in edges]], ["int4", "name", "text[]", "text[]", "int4[]", "int4[]"])
+    _analyze_nodes(db, len(edges))
     return {"column": column, "origin": origin, "height": tree.height, "leaves": tree.n_leaves,
             "nodes": len(edges)}
+
+
+# A hierarchy this large makes the verifier's leaf -> ancestor joins plan on stale statistics of
+# pganon.hierarchy_node until autovacuum runs: a 13,000-leaf ZIP hierarchy just declared made the
+# first verification of a 3,000-row release take 50 s instead of 0.4 s (issue 15).
+ANALYZE_NODES = 1000
+
+
+def _analyze_nodes(db, nodes):
+    """ANALYZE pganon.hierarchy_node after storing a large hierarchy, when the caller owns the
+    table (ANALYZE of another role's table only warns); plans only, never results."""
+    if nodes < ANALYZE_NODES:
+        return
+    own = db.one("SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE') AS own FROM pg_catalog.pg_class c "
+                 "WHERE c.oid = 'pganon.hierarchy_node'::pg_catalog.regclass")
+    if own and own["own"]:
+        db.run("ANALYZE pganon.hierarchy_node")
 
 
 def set_from_csv(db, dataset, column, csv, sep=";"):

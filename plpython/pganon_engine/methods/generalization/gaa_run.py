@@ -18,6 +18,12 @@ from .gaa_strategies import Pool, Strategies
 
 _SAFE = 2 ** 62
 _XLOGX_MAX = 1 << 22
+# Hierarchies with more nodes than this are "wide" (a 13,000-leaf ZIP, numbers with 50,000
+# distinct values): their per-node rows are not kept for leaves (a leaf is C_s once or twice,
+# and its rows are its parent's with one entry changed, G8), and at most _ROW_BUDGET entries
+# of an inner node's rows are kept per attribute and kind, the oldest dropped first.
+_WIDE = 4096
+_ROW_BUDGET = 1 << 21
 
 
 # ---------------------------------------------------------------------------------- result
@@ -101,6 +107,8 @@ class Run(Strategies):
         self.keys64 = r < _SAFE  # tuple keys fit int64
         self.key = [sum(int(v) * x for v, x in zip(col, radix)) for col in leaf.T.tolist()]
         self.slot_of = {key: x for x, key in enumerate(self.key)}
+        self.wide = [len(h) > _WIDE for h in hs]
+        self.cap = [max(8, _ROW_BUDGET // len(h)) if w else None for h, w in zip(hs, self.wide)]
         self.lca_cache = [dict() for _ in hs]
         self.cost_cache = [dict() for _ in hs]
         self.list_cache = [dict() for _ in hs]
@@ -149,48 +157,68 @@ class Run(Strategies):
 
     # ---------------------------------------------------------------------------- helpers
 
-    def _lca_row(self, j, a):
-        row = self.lca_cache[j].get(a)
+    def _row(self, cache, j, a, make):
+        """The row of node a of attribute j from `cache`, made by make() when missing: kept
+        always for a narrow hierarchy, for a wide one only for inner nodes, within its cap."""
+        c = cache[j]
+        row = c.get(a)
         if row is None:
-            row = self.hs[j].lca_row(a)
-            self.lca_cache[j][a] = row
+            row = make()
+            cap = self.cap[j]
+            if cap is None:
+                c[a] = row
+            elif not self.hs[j].is_leaf[a]:
+                if len(c) >= cap:
+                    del c[next(iter(c))]
+                c[a] = row
         return row
+
+    def _leaf_of_wide(self, j, a):
+        """Is node a a leaf of a wide hierarchy (its rows derived from its parent's)?"""
+        return self.wide[j] and self.hs[j].is_leaf[a]
+
+    def _lca_row(self, j, a):
+        return self._row(self.lca_cache, j, a, lambda: self._make_lca_row(j, a))
+
+    def _make_lca_row(self, j, a):
+        h = self.hs[j]
+        if self._leaf_of_wide(j, a) and a != 0:
+            row = self._lca_row(j, int(h.parent[a])).copy()  # LCA(a, v) = LCA(parent, v), v != a
+            row[a] = a
+            return row
+        return h.lca_row(a)
+
+    def _lca(self, j, a, b):
+        """LCA(a, b) in attribute j."""
+        row = self.lca_cache[j].get(a)
+        if row is not None:
+            return int(row[b])
+        anc = self.hs[j].anc
+        return int(anc[a, (anc[a] == anc[b]).sum() - 1])
 
     def _klca_row(self, j, a):
         """Per node v of attribute j: LCA(a, v) times the attribute's key radix."""
-        row = self.klca_cache[j].get(a)
-        if row is None:
-            row = self._lca_row(j, a) * self.radix[j]
-            self.klca_cache[j][a] = row
-        return row
+        return self._row(self.klca_cache, j, a, lambda: self._lca_row(j, a) * self.radix[j])
 
     def _lca_list(self, j, a):
-        row = self.list_cache[j].get(a)
-        if row is None:
-            row = self._lca_row(j, a).tolist()
-            self.list_cache[j][a] = row
-        return row
+        if self.wide[j]:  # read for a few candidates only (_FEW): not worth a list per node
+            return self._lca_row(j, a)
+        return self._row(self.list_cache, j, a, lambda: self._lca_row(j, a).tolist())
 
     def _anc_mask(self, j, a):
         """Per node v of attribute j: is v an ancestor of node a (or a itself)?"""
-        row = self.anc_cache[j].get(a)
-        if row is None:
-            row = self._lca_row(j, a) == np.arange(len(self.hs[j]))
-            self.anc_cache[j][a] = row
-        return row
+        return self._row(self.anc_cache, j, a,
+                         lambda: self._lca_row(j, a) == np.arange(len(self.hs[j])))
 
     def _cost_rows(self, j, a):
         """For node a of attribute j, per node v: D(a) + D(v) - 2 D(lca) (pairwise) or the pair
         (D(a) - D(lca), D(v) - D(lca)) (size_weighted), scaled."""
-        rows = self.cost_cache[j].get(a)
-        if rows is None:
+        def make():
             d = self.D[j]
             dl = d[self._lca_row(j, a)]
             rows = (d[a] - dl, d - dl)
-            if self.cost_mode == "pairwise":
-                rows = rows[0] + rows[1]
-            self.cost_cache[j][a] = rows
-        return rows
+            return rows[0] + rows[1] if self.cost_mode == "pairwise" else rows
+        return self._row(self.cost_cache, j, a, make)
 
     def _xl(self, mat):
         """c ln c of each count (0 for 0)."""
@@ -239,20 +267,46 @@ class Run(Strategies):
                 self.tick()
 
     def _costs(self, s):
-        """Merge cost of C_s (in the last live slot s) with each candidate, slots 0 .. s-1."""
+        """Merge cost of C_s (in the last live slot s) with each candidate, slots 0 .. s-1.
+
+        A leaf a of a wide hierarchy reads its parent p's rows: against every node but a
+        itself, a costs what p costs plus D(a) - D(p) (its LCA with them is p's); the shift
+        is added once, and the candidates that hold a get their exact 0 back (G8)."""
         a = self.T[:, s]
-        if self.cost_mode == "pairwise":
-            cost = None
-            for j in range(self.m):
-                g = self._cost_rows(j, int(a[j]))[self.T[j, :s]]
-                cost = g if cost is None else cost + g
-            return cost
+        pairwise = self.cost_mode == "pairwise"
         us = uc = None
+        shift, fixes = 0, []
         for j in range(self.m):
-            ra, rv = self._cost_rows(j, int(a[j]))
-            col = self.T[j, :s]
-            us = ra[col] if us is None else us + ra[col]
-            uc = rv[col] if uc is None else uc + rv[col]
+            x, col = int(a[j]), self.T[j, :s]
+            if self._leaf_of_wide(j, x) and x != 0:
+                p = int(self.hs[j].parent[x])
+                rows = self._cost_rows(j, p)
+                d = self.D[j]
+                delta = d[x] - d[p]
+                shift = shift + delta
+                hits = np.flatnonzero(col == x)
+                if len(hits):
+                    if pairwise:
+                        fixes.append((hits, rows[x] + delta, 0))
+                    else:
+                        fixes.append((hits, rows[0][x] + delta, rows[1][x]))
+            else:
+                rows = self._cost_rows(j, x)
+            if pairwise:
+                g = rows[col]
+                us = g if us is None else us + g
+            else:
+                ra, rv = rows
+                us = ra[col] if us is None else us + ra[col]
+                uc = rv[col] if uc is None else uc + rv[col]
+        if fixes or shift:
+            us = us + shift
+            for hits, fs, fc in fixes:
+                us[hits] -= fs
+                if not pairwise:
+                    uc[hits] -= fc
+        if pairwise:
+            return us
         sizes = self.size[:s] if self.int64 else self.size[:s].astype(object)
         return int(self.size[s]) * us + sizes * uc
 
@@ -261,7 +315,7 @@ class Run(Strategies):
 
     def _merge(self, s, c, cost):
         a, b = self.T[:, s], self.T[:, c]
-        new = [int(self._lca_row(j, int(a[j]))[b[j]]) for j in range(self.m)]
+        new = [self._lca(j, int(a[j]), int(b[j])) for j in range(self.m)]
         key = sum(v * x for v, x in zip(new, self.radix))
         e = self.slot_of.get(key, -1)
         cs, cc = int(self.cid[s]), int(self.cid[c])

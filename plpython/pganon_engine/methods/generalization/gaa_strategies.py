@@ -278,7 +278,7 @@ class Strategies:
             got = []
             for i, (c, col) in enumerate(zip(range(s) if sliced else slots.tolist(),
                                              self.T[:, slots].T.tolist())):
-                key = sum(r[v] * x for r, v, x in zip(rows, col, self.radix))
+                key = sum(int(r[v]) * x for r, v, x in zip(rows, col, self.radix))
                 e = self.slot_of.get(key, -1)
                 if e >= 0 and e != s and e != c:
                     got.append((i, e))
