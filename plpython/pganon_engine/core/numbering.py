@@ -91,23 +91,57 @@ def _type(db, relation, column):
                   "WHERE attrelid = $1::regclass AND attname = $2", [relation, column], ["text", "name"])["t"]
 
 
-def apply(db, lay, seed):
+# Default collations under which lowercase hex digests sort byte-wise: the permutation's ORDER BY
+# md5(...) may then compare them as "C" (a memcmp, not a strcoll per comparison) with the same order.
+BYTEWISE = ("C", "POSIX", "C.UTF-8", "C.utf8")
+
+
+def _hex_order(db):
+    """' COLLATE "C"' when the database's default collation orders hex digests byte-wise (libc
+    C, POSIX or C.UTF-8: code point order), else '' (any other collation keeps its own order,
+    which a Danish "aa" for instance can change)."""
+    r = db.one("SELECT to_jsonb(d) ->> 'datlocprovider' AS p, datcollate::text AS c FROM pg_catalog.pg_database d "
+               "WHERE datname = pg_catalog.current_database()")
+    return ' COLLATE "C"' if r["p"] in (None, "c") and r["c"] in BYTEWISE else ""
+
+
+def draw(db, perm, name, seed, ids, typ="integer", collate=None):
+    """The temp table `perm` (old, new) of an unscoped identifier: `ids` (a query of the distinct
+    old ids, column old) numbered 1.. in the order of md5(seed:name::old), the permutation
+    `apply` draws (a family that writes its ids once may draw it before assigning them)."""
+    if collate is None:
+        collate = _hex_order(db)
+    db.run(f"CREATE TEMP TABLE {perm.split('.')[1]} ON COMMIT DROP AS "
+           f"SELECT old, (row_number() OVER (ORDER BY "
+           f"md5($1 || ':' || {db.literal(name)} || '::' || old::text){collate}))::{typ} AS new FROM ({ids}) d",
+           [str(seed)], ["text"])
+
+
+def apply(db, lay, seed, ids=None):
     """Renumber every identifier of the release at random and rewrite its published relations
-    in content order; the map keeps its indexes."""
-    I, rels = db.ident, lay["relations"]
+    in content order; the map keeps its indexes. `ids` may name, per identifier, a smaller
+    relation (relation, column) holding exactly the distinct values of its source (the family's
+    per-group table): the permutation is then drawn from it instead of a DISTINCT over the
+    source, the same permutation."""
+    I, rels, ids = db.ident, lay["relations"], ids or {}
+    collate = _hex_order(db)
     perms = {}
     for n, ident in enumerate(specs(lay)):
         perm = f"pg_temp._pganon_perm{n}"
         rel, col = rels[ident.source[0]], ident.source[1]
-        scope = I(ident.source[2]) + "::text" if len(ident.source) > 2 else "NULL::text"
         typ = _type(db, rel, col)
+        name = db.literal(ident.name)
         # md5 of (seed, identifier, scope, old id) orders the ids at random; dense numbers from 1
-        db.run(f"CREATE TEMP TABLE {perm.split('.')[1]} ON COMMIT DROP AS "
-               f"SELECT scope, old, (row_number() OVER (PARTITION BY scope ORDER BY "
-               f"md5($1 || ':' || {db.literal(ident.name)} || ':' || coalesce(scope, '') || ':' || old::text)))::{typ} AS new "
-               f"FROM (SELECT DISTINCT {scope} AS scope, {I(col)} AS old FROM {rel}) d",
-               [str(seed)], ["text"])
-        db.run(f"CREATE INDEX ON {perm} (old, scope)")
+        if len(ident.source) > 2:
+            scope = I(ident.source[2]) + "::text"
+            db.run(f"CREATE TEMP TABLE {perm.split('.')[1]} ON COMMIT DROP AS "
+                   f"SELECT scope, old, (row_number() OVER (PARTITION BY scope ORDER BY "
+                   f"md5($1 || ':' || {name} || ':' || coalesce(scope, '') || ':' || old::text){collate}))::{typ} AS new "
+                   f"FROM (SELECT DISTINCT {scope} AS scope, {I(col)} AS old FROM {rel}) d",
+                   [str(seed)], ["text"])
+        else:   # no scope: a join on the id alone
+            src, src_col = ids.get(ident.name, (rel, col))
+            draw(db, perm, ident.name, seed, f"SELECT DISTINCT {I(src_col)} AS old FROM {src}", typ, collate)
         db.run(f"ANALYZE {perm}")
         for role, column, sc in ident.uses:
             perms.setdefault(role, []).append((column, sc, perm))
@@ -131,13 +165,13 @@ def _rewrite(db, relation, uses, ordered):
             continue
         sc, perm = by_col[c]
         a = f"p{len(joins)}"
-        if sc is None:
-            on = f"{a}.scope IS NULL"
+        if sc is None:   # an unscoped permutation has no scope column
+            on = ""
         elif sc[0] == "column":
-            on = f"{a}.scope = r.{I(sc[1])}::text"
+            on = f" AND {a}.scope = r.{I(sc[1])}::text"
         else:
-            on = f"{a}.scope = {db.literal(sc[1])}"
-        joins.append(f"LEFT JOIN {perm} {a} ON {a}.old = r.{I(c)} AND {on}")
+            on = f" AND {a}.scope = {db.literal(sc[1])}"
+        joins.append(f"LEFT JOIN {perm} {a} ON {a}.old = r.{I(c)}{on}")
         sel.append(f"{a}.new AS {I(c)}")
     where = db.one("SELECT n.nspname::text AS s, c.relname::text AS r FROM pg_catalog.pg_class c "
                    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::regclass",

@@ -84,12 +84,16 @@ def _steps(db, ds, method, family, params, p, mode, numbering_seed, promote):
     rid = db.one("SELECT nextval('pganon.release_id_seq') AS id")["id"]
     rel = relations(rid)
 
+    # numbering 'random' rewrites every renumbered relation in content order anyway, so the
+    # family's materialize may leave out its ORDER BY (with 'creation' its order is published)
+    p["renumbered"] = mode == "random"
+    p["numbering_seed"] = numbering_seed
     source_rows, n_groups = family.build(db, ds, p, rel, phases)          # 1-4
     lay = _layout(ds, family, p, rel)
     published = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
     lifecycle.check_published_share(ds, method, source_rows, published)
-    if mode == "random":
-        phases.run("renumber", numbering.apply, db, lay, numbering_seed)
+    if mode == "random" and not p.get("numbered"):   # "numbered": the family wrote the random ids itself
+        phases.run("renumber", numbering.apply, db, lay, numbering_seed, p.get("numbering_ids"))
     lay["relations"]["promise"] = rel["promise"]
     _record(db, ds, rid, method, family.recorded_params(params, p), mode, numbering_seed, lay,
             source_rows, published, n_groups)

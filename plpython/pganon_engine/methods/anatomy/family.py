@@ -94,6 +94,7 @@ def build(db, ds, p, rel, phases):
                             hint=f"lower l (the table has {len(sizes)} distinct sensitive vectors)")
     db.run("CREATE TEMP TABLE _pganon_bl ON COMMIT DROP AS SELECT b AS bucket, $1::int AS l "
            "FROM generate_series(0, $2 - 1) b", [p["l"], len(sizes)], ["int4", "int4"])
+    phases.run("renumber", lsl.number_groups, db, p, the_plan, sizes)
     phases.run("assign", lsl.assign, db, ds, p, the_plan, rel, sizes)
     phases.run("materialize", lsl.materialize, db, ds, p, rel)
     return source_rows, the_plan.n_groups

@@ -47,8 +47,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from pganon_engine.core import coltypes, params as P
-from pganon_engine.core.errors import incomplete, invalid, unsatisfiable
+from pganon_engine.core import coltypes, numbering, params as P
+from pganon_engine.core.errors import EngineError, incomplete, invalid, unsatisfiable
 from pganon_engine.core.plpy_adapter import drop_temp, pg_array
 from pganon_engine.core.snapshot import SNAP, copy_source
 from pganon_engine.metrics import utility
@@ -269,15 +269,51 @@ def assign(db, ds, p, the_plan, rel, sizes):
     bucket fills the k-th slot the plan took from it. With qi_order (an extension, not in the
     paper) records are ranked by their QIs inside each bucket instead (see `_assign_qi_order`).
     """
+    # with the permutation drawn (`number_groups`), the map holds the random ids at once
+    gid = (lambda e: f"(SELECT array_agg(new ORDER BY old) FROM {PERM})[({e})::int + 1]") if p.get("numbered") else None
     if p["qi_order"]:
-        _assign_qi_order(db, ds, p, the_plan, rel)
+        _assign_qi_order(db, ds, p, the_plan, rel, gid)
     else:
-        _assign_fifo(db, ds, the_plan, rel, sizes)
+        _assign_fifo(db, ds, the_plan, rel, sizes, gid)
     db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({db.ident(ds.key)})")
     db.run(f"ANALYZE {rel['map']}")
+    if p.get("numbered"):
+        n = db.one(f"SELECT count(*) AS n FROM {rel['map']}")["n"]
+        if n != p["numbered"]:
+            raise EngineError(f"the plan's runs cover {p['numbered']} rows but {n} were assigned", "PA007",
+                              hint="this is a bug in pganon; please report it with the parameters")
 
 
-def _assign_fifo(db, ds, the_plan, rel, sizes):
+PERM = "pg_temp._pganon_gperm"
+
+
+def number_groups(db, p, the_plan, sizes):
+    """numbering 'random': the groups' random ids drawn from the plan, before any row is assigned,
+    so that the map, GT and ST are written once with them (in content order) instead of being
+    rewritten by the renumber step. The plan's runs give every group the rows it gets; when
+    they cover exactly the groups 0..n-1 (always, unless a planner changes), the permutation of
+    0..n-1 is the one `numbering.apply` would draw from the GT. Sets p["numbered"] to the number
+    of rows the runs assign (assign checks it), or leaves it unset (the renumber step then
+    rewrites the relations)."""
+    if not p.get("renumbered"):
+        return
+    rb, rs, rg, rc = run_columns(the_plan)
+    n = int(the_plan.n_groups)
+    size = np.asarray(sizes, dtype=np.int64)
+    took = np.clip(np.minimum(rc, size[rb] - rs), 0, None)   # a run's slots with a row to fill
+    if n == 0 or (rg < 0).any() or (rg + took > n).any():
+        return
+    cover = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(cover, rg, 1)
+    np.add.at(cover, rg + took, -1)
+    if (np.cumsum(cover)[:n] <= 0).any():
+        return
+    numbering.draw(db, PERM, "group_id", p["numbering_seed"], f"SELECT generate_series(0, {n - 1}) AS old")
+    db.run(f"ANALYZE {PERM}")
+    p["numbered"] = int(took.sum())
+
+
+def _assign_fifo(db, ds, the_plan, rel, sizes, gid=None):
     """One statement, no row-sized work table: the runs are laid out on one global axis (bucket
     offset + rank inside the bucket), so the run holding a record is a binary search
     (`width_bucket`) over the runs' sorted global starts; records past a bucket's last run are
@@ -286,9 +322,12 @@ def _assign_fifo(db, ds, the_plan, rel, sizes):
     offsets = np.cumsum(np.asarray(sizes, dtype=np.int64)) - np.asarray(sizes, dtype=np.int64)
     start = offsets[rb] + rs
     order = np.argsort(start, kind="stable")
+    group = "(r.g[w.i] + (b.off + u.o - 1 - r.s[w.i]))::int"
+    if gid:
+        group = gid("(r.g[w.i] + (b.off + u.o - 1 - r.s[w.i]))")
     db.run(f"CREATE TABLE {rel['map']} AS "
            "WITH r AS MATERIALIZED (SELECT $1::text::int4[] AS s, $2::text::int4[] AS g, $3::text::int4[] AS c) "
-           f"SELECT u.k AS {db.ident(ds.key)}, (r.g[w.i] + (b.off + u.o - 1 - r.s[w.i]))::int AS group_id, b.bucket "
+           f"SELECT u.k AS {db.ident(ds.key)}, {group} AS group_id, b.bucket "
            "FROM r, (SELECT _pganon_bucket AS bucket, _pganon_keys AS keys, "
            f"        (sum(_pganon_size) OVER (ORDER BY _pganon_bucket) - _pganon_size)::int AS off FROM {BUCKET}) b, "
            "LATERAL unnest(b.keys) WITH ORDINALITY AS u(k, o), "
@@ -297,7 +336,7 @@ def _assign_fifo(db, ds, the_plan, rel, sizes):
            [pg_array(start[order]), pg_array(rg[order]), pg_array(rc[order])], ["text", "text", "text"])
 
 
-def _assign_qi_order(db, ds, p, the_plan, rel):
+def _assign_qi_order(db, ds, p, the_plan, rel, gid=None):
     """Records ranked by their QIs inside each bucket and matched to the bucket's slots ordered
     by a per-group position t: first t = group id, then t = the mean QI quantile of the group's
     records, re-matched QI_ORDER_PASSES times, so records of similar QI quantile in every bucket
@@ -323,7 +362,8 @@ def _assign_qi_order(db, ds, p, the_plan, rel):
             db.run("TRUNCATE pg_temp._pganon_t")
             db.run(f"INSERT INTO pg_temp._pganon_t SELECT s.group_id, avg((r.rank + 0.5) / r.nb) "
                    f"FROM pg_temp._pganon_slot2 s JOIN {ROW} r USING (bucket, rank) GROUP BY s.group_id")
-    db.run(f"CREATE TABLE {rel['map']} AS SELECT r.k AS {I(ds.key)}, s.group_id, s.bucket "
+    group = gid("s.group_id") + " AS group_id" if gid else "s.group_id"
+    db.run(f"CREATE TABLE {rel['map']} AS SELECT r.k AS {I(ds.key)}, {group}, s.bucket "
            f"FROM pg_temp._pganon_slot2 s JOIN {ROW} r USING (bucket, rank)")
 
 
@@ -333,9 +373,16 @@ GROUPS = "pg_temp._pganon_ggen"
 def materialize(db, ds, p, rel):
     """GT, ST and the level table, plus a per-group QI summary (min/max, distinct counts, value
     sets) that feeds the generalized GT and the NCP metric. The exact GT is built first and
-    summarized (one join of map and snapshot instead of two)."""
+    summarized (one join of map and snapshot instead of two).
+
+    Order: with numbering 'creation' GT and ST keep the engine's order. With 'random' they are
+    published in content order (the order of all their columns): written so at once when the
+    map already holds the random ids (p["numbered"]), else built unordered for the renumber
+    step, which rewrites them in that order and draws its permutation from the summary."""
     I = db.ident
     qis, sas = p["qis"], p["sas"]
+    numbered = bool(p.get("numbered"))
+    unordered = p.get("renumbered", False) and not numbered
     aggs = []
     for i, q in enumerate(qis):
         c = I(q["column"])
@@ -347,7 +394,13 @@ def materialize(db, ds, p, rel):
                 aggs.append(f"array_agg(DISTINCT {c}::text ORDER BY {c}::text) AS q{i}_set")
 
     def summary(source):   # concatenated, never str.format: a QI name may hold braces
-        return f"SELECT group_id, count(*) AS n, {', '.join(aggs)} FROM {source} GROUP BY group_id"
+        groups = f"SELECT group_id, count(*) AS n, {', '.join(aggs)} FROM {source} GROUP BY group_id"
+        if numbered:   # in the engine's group order, as the NCP sums them without random ids
+            return f"SELECT g.* FROM ({groups}) g JOIN {PERM} o ON o.new = g.group_id ORDER BY o.old"
+        return groups
+
+    def content_order(n):
+        return f" ORDER BY {', '.join(str(i + 1) for i in range(n))}"
     if p["generalize"]:
         coltypes.refuse_top(db, SNAP, [q for q in qis if q["kind"] in ("numeric", "date")])
         db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary(
@@ -358,24 +411,32 @@ def materialize(db, ds, p, rel):
                 outs.append(f"{coltypes.cell(f'g.q{i}_min', f'g.q{i}_max', coltypes.of(q))} AS {I(q['column'])}")
             else:
                 outs.append(f"g.q{i}_set AS {I(q['column'])}")
+        order = "" if unordered else content_order(len(qis) + 1) if numbered else " ORDER BY m.group_id"
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join(outs)} "
-               f"FROM {rel['map']} m JOIN {GROUPS} g USING (group_id) ORDER BY m.group_id")
-    else:
+               f"FROM {rel['map']} m JOIN {GROUPS} g USING (group_id){order}")
+    else:   # ordered by group, then every QI: content order
+        order = "" if unordered else f" ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}"
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.group_id, {', '.join('s.' + I(q['column']) for q in qis)} "
-               f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}) "
-               f"ORDER BY m.group_id{''.join(', s.' + I(q['column']) for q in qis)}")
+               f"FROM {rel['map']} m JOIN {SNAP} s USING ({I(ds.key)}){order}")
         db.run(f"ANALYZE {rel['gt']}")
         db.run("CREATE TEMP TABLE _pganon_ggen ON COMMIT DROP AS " + summary(rel["gt"]))
     db.run(f"ANALYZE {GROUPS}")
-    # Rows within a group ordered by count, then by the SA vector's rank in value order (computed
-    # on the small bucket table, so the big sort compares integers, not text).
+    p["numbering_ids"] = {"group_id": (GROUPS, "group_id")}   # one row per group of the GT
     sa_sel = ", ".join("b." + I(c) for c in sas)
-    db.run(f"CREATE TEMP TABLE _pganon_vrank ON COMMIT DROP AS SELECT b._pganon_bucket AS bucket, "
-           f"(row_number() OVER (ORDER BY {sa_sel}))::int AS vrank FROM {BUCKET} b")
-    db.run(f"CREATE TABLE {rel['st']} AS SELECT x.group_id, {sa_sel}, x.count "
-           f"FROM (SELECT group_id, bucket, count(*)::int AS count FROM {rel['map']} GROUP BY 1, 2) x "
-           f"JOIN pg_temp._pganon_vrank r USING (bucket) "
-           f"JOIN {BUCKET} b ON b._pganon_bucket = x.bucket ORDER BY x.group_id, x.count DESC, r.vrank")
+    counts = f"(SELECT group_id, bucket, count(*)::int AS count FROM {rel['map']} GROUP BY 1, 2) x"
+    if unordered:
+        db.run(f"CREATE TABLE {rel['st']} AS SELECT x.group_id, {sa_sel}, x.count "
+               f"FROM {counts} JOIN {BUCKET} b ON b._pganon_bucket = x.bucket")
+    else:
+        # Rows within a group ordered by the SA vector's rank in value order (computed on the
+        # small bucket table, so the big sort compares integers, not text), after the count
+        # with 'creation'. A group holds each vector once, so (group, rank) is content order.
+        db.run(f"CREATE TEMP TABLE _pganon_vrank ON COMMIT DROP AS SELECT b._pganon_bucket AS bucket, "
+               f"(row_number() OVER (ORDER BY {sa_sel}))::int AS vrank FROM {BUCKET} b")
+        db.run(f"CREATE TABLE {rel['st']} AS SELECT x.group_id, {sa_sel}, x.count "
+               f"FROM {counts} JOIN pg_temp._pganon_vrank r USING (bucket) "
+               f"JOIN {BUCKET} b ON b._pganon_bucket = x.bucket ORDER BY x.group_id, "
+               + ("r.vrank" if numbered else "x.count DESC, r.vrank"))
     # The level table: what this release promised per value (the l of its level, or the
     # baselines' single l; anatomy's promise is per vector, in the layout). The verifier does
     # not read it: it derives each value's l from the catalog itself.
@@ -387,8 +448,10 @@ def materialize(db, ds, p, rel):
     db.run(f"CREATE TABLE {rel['levels']} AS SELECT s.sa, s.value, s.level, {promised} AS l "
            f"FROM (SELECT v.sa, v.value, pganon._effective_level($1, v.sa, v.value) AS level FROM ({values}) v) s "
            f"JOIN pganon.level_l l ON l.dataset_id = $1 AND l.level = s.level", [ds.id], ["int4"])
-    for suffix in ("st", "levels") if not p["generalize"] else ("gt", "st", "levels"):
-        db.run(f"ANALYZE {rel[suffix]}")
+    analyzed = ("gt", "st", "levels") if p["generalize"] else ("st", "levels")
+    for suffix in analyzed:
+        if not (unordered and suffix in ("gt", "st")):   # renumber analyzes its copies
+            db.run(f"ANALYZE {rel[suffix]}")
 
 
 def build(db, ds, p, rel, phases):
@@ -399,6 +462,7 @@ def build(db, ds, p, rel, phases):
     p["buckets"] = len(sizes)
     refuse_impossible(p, sizes, values, levels)
     the_plan = phases.run("plan", plan, db, ds, p, sizes, values, levels)
+    phases.run("renumber", number_groups, db, p, the_plan, sizes)
     phases.run("assign", assign, db, ds, p, the_plan, rel, sizes)
     phases.run("materialize", materialize, db, ds, p, rel)
     return source_rows, the_plan.n_groups

@@ -199,8 +199,11 @@ def assign(db, ds, the_plan, keys, rel):
 
 
 def materialize(db, ds, p, the_plan, rel):
-    """GT, ST, ST in long form, and the category table of delta values."""
+    """GT, ST, ST in long form, and the category table of delta values. With p["renumbered"]
+    (numbering 'random') GT, ST and ST long are rewritten and analyzed in content order by the
+    renumber step: built unordered here."""
     I = db.ident
+    renumbered = p.get("renumbered", False)
     qis, sas, key = p["qis"], p["sas"], I(ds.key)
     gen = p["generalized"]
     cat_idx = [i for i, q in enumerate(qis) if q["kind"] not in ("numeric", "date")]
@@ -229,18 +232,20 @@ def materialize(db, ds, p, the_plan, rel):
     qcols = ", ".join(I(q["column"]) for q in qis)
     db.run(f"CREATE TABLE {rel['gt']} AS SELECT * FROM (SELECT m.group_id, {', '.join(cells)}, m.bucket_id "
            f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) JOIN pg_temp._pganon_granges r USING (group_id) "
-           f"JOIN pg_temp._pganon_gflags f USING (group_id)) x ORDER BY group_id, bucket_id, {qcols}")
+           f"JOIN pg_temp._pganon_gflags f USING (group_id)) x"
+           + ("" if renumbered else f" ORDER BY group_id, bucket_id, {qcols}"))
     sets = ", ".join(f"array_agg(DISTINCT s.{I(a)} ORDER BY s.{I(a)}) AS {I(a)}" for a in sas)
     db.run(f"CREATE TABLE {rel['st']} AS SELECT m.bucket_id, {sets} FROM {rel['map']} m "
-           f"JOIN {SNAP} s USING ({key}) GROUP BY m.bucket_id ORDER BY m.bucket_id")
+           f"JOIN {SNAP} s USING ({key}) GROUP BY m.bucket_id" + ("" if renumbered else " ORDER BY m.bucket_id"))
     long = " UNION ALL ".join(f"SELECT t.bucket_id, {db.literal(a)}::text AS sa, u._pganon_v::text AS value "
                               f"FROM {rel['st']} t, unnest(t.{I(a)}) AS u(_pganon_v)" for a in sas)
-    db.run(f"CREATE TABLE {rel['st_long']} AS SELECT * FROM ({long}) x ORDER BY bucket_id, sa, value")
+    db.run(f"CREATE TABLE {rel['st_long']} AS SELECT * FROM ({long}) x"
+           + ("" if renumbered else " ORDER BY bucket_id, sa, value"))
     cats = the_plan.categories.categories
     db.run(f"CREATE TABLE {rel['categories']} AS SELECT u.value, u.category FROM unnest($1::text[], $2::int4[]) "
            f"AS u(value, category) ORDER BY category, value",
            [[str(v) for c in cats for v in c.values], [c.id for c in cats for _ in c.values]], ["text[]", "int4[]"])
-    for suffix in ("gt", "st", "st_long", "categories"):
+    for suffix in ("categories",) if renumbered else ("gt", "st", "st_long", "categories"):
         db.run(f"ANALYZE {rel[suffix]}")
 
 

@@ -281,8 +281,11 @@ def assign(db, ds, p, rel):
 
 
 def materialize(db, ds, p, rel):
+    """The GT; unordered and not analyzed with p["renumbered"] (numbering 'random' rewrites and
+    analyzes it in content order)."""
     I = db.ident
     key = I(ds.key)
+    renumbered = p.get("renumbered", False)
     node_cols = list(p.get("labels", {}))
     coltypes.refuse_top(db, SNAP, [q for q in p["qis"] if _cell_form(p, q) == "range"])
     aggs, cells = generalized.cell_sql(db, p["qis"], [_cell_form(p, q) for q in p["qis"]], node_cols)
@@ -303,13 +306,16 @@ def materialize(db, ds, p, rel):
                "JOIN unnest($3::text[]) WITH ORDINALITY AS g(s, f1) ON g.f1 = u.f + 1",
                [pids, p["fingerprints"], p["gen_sets"]], ["text[]", "int4[]", "text[]"])
         db.run("ANALYZE pg_temp._pganon_psets")
+        order = "" if renumbered else " ORDER BY m.class_id, m.id_num"
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.class_id, m.id_num, {', '.join(cells)}, g.gen AS {sa} "
                f"FROM (SELECT DISTINCT class_id, id_num, {I(ds.person)}::text AS pid FROM {rel['map']}) m"
-               f"{joins} JOIN pg_temp._pganon_psets g USING (pid) ORDER BY m.class_id, m.id_num")
+               f"{joins} JOIN pg_temp._pganon_psets g USING (pid){order}")
     else:
+        order = "" if renumbered else f" ORDER BY m.class_id, m.id_num, m.{key}"
         db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.class_id, m.id_num, {', '.join(cells)}, s.{I(p['sa'])} "
-               f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}){joins} ORDER BY m.class_id, m.id_num, m.{key}")
-    db.run(f"ANALYZE {rel['gt']}")
+               f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}){joins}{order}")
+    if not renumbered:
+        db.run(f"ANALYZE {rel['gt']}")
 
 
 # --------------------------------------------------------------------------------------------

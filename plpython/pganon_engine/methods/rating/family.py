@@ -190,16 +190,20 @@ def assign(db, ds, p, plans, rel):
 
 
 def materialize(db, ds, p, rel):
+    """The ID table (gt) and the attribute tables (st); unordered and not analyzed with
+    p["renumbered"] (numbering 'random' rewrites and analyzes them in content order)."""
     I = db.ident
+    renumbered = p.get("renumbered", False)
     cols = ", ".join(f"max(g) FILTER (WHERE attr = {a}) AS {I(c)}" for a, c in enumerate(p["attrs"]))
-    db.run(f"CREATE TABLE {rel['gt']} AS SELECT tk, {cols} FROM pg_temp._pganon_rgroup GROUP BY tk ORDER BY tk")
+    db.run(f"CREATE TABLE {rel['gt']} AS SELECT tk, {cols} FROM pg_temp._pganon_rgroup GROUP BY tk"
+           + ("" if renumbered else " ORDER BY tk"))
     parts = [f"SELECT {db.literal(c)}::text AS attribute, g.g AS group_id, s.{I(c)}::text AS value "
              f"FROM pg_temp._pganon_rgroup g JOIN {rel['map']} m USING (tk) JOIN {SNAP} s USING (_pganon_k) "
              f"WHERE g.attr = {a}" for a, c in enumerate(p["attrs"])]
     db.run(f"CREATE TABLE {rel['st']} AS SELECT attribute, group_id, value, count(*)::int AS count "
-           f"FROM ({' UNION ALL '.join(parts)}) x GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+           f"FROM ({' UNION ALL '.join(parts)}) x GROUP BY 1, 2, 3" + ("" if renumbered else " ORDER BY 1, 2, 3"))
     db.run(f"ALTER TABLE {rel['map']} DROP COLUMN _pganon_k")
-    for r in ("gt", "st", "map"):
+    for r in ("map",) if renumbered else ("gt", "st", "map"):
         db.run(f"ANALYZE {rel[r]}")
 
 

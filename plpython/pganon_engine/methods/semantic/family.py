@@ -198,6 +198,7 @@ def merge(db, ds, p, rel):
             vals.append([json.dumps(sorted(members[res.class_of[i]])) for i in range(len(ids))])
             types.append("text[]")
             sets.append(f"{c} = ARRAY(SELECT jsonb_array_elements_text(y.v{j}::jsonb))")
+    p.pop("numbering_ids", None)   # a per-class table of materialize holds the ids before the merge
     db.run("CREATE TEMP TABLE _pganon_semmap ON COMMIT DROP AS SELECT * FROM unnest("
            + ", ".join(f"${i + 1}::{t}" for i, t in enumerate(types)) + f") AS x({', '.join(cols)})", vals, types)
     db.run(f"UPDATE {rel['map']} m SET class_id = x.new FROM pg_temp._pganon_semmap x WHERE m.class_id = x.old")
@@ -209,7 +210,7 @@ def merge(db, ds, p, rel):
         union = " JOIN pg_temp._pganon_semrange u USING (new)"
     db.run(f"UPDATE {rel['gt']} g SET class_id = y.new, {', '.join(sets)} "
            f"FROM (SELECT * FROM pg_temp._pganon_semmap{union}) y WHERE g.class_id = y.old")
-    for r in ("gt", "map"):
+    for r in ("map",) if p.get("renumbered") else ("gt", "map"):   # renumber analyzes its GT copy
         db.run(f"ANALYZE {rel[r]}")
 
 
