@@ -30,6 +30,7 @@ DECLARE
   n bigint; m bigint; bad bigint; bad2 bigint; ex text; sub text;
   nb bigint; nv bigint; nr bigint; mx bigint;
   sas text[]; masks text; singles text; viol text; exs text; cells text;
+  groups text; broken text; bucket_masks text; found boolean;
 BEGIN
   SELECT string_agg(format('%I', x->>'column'), ', ') INTO qcols FROM jsonb_array_elements(lay->'qis') x;
 
@@ -91,28 +92,52 @@ BEGIN
     -- no other SA (outside zeta for eq. 5) may have exactly one value in common. The value sets
     -- are read from the published ST (what analysts read), not from its long form. Each bucket's
     -- value set of each SA is first made a bit string over that SA's values (one pass over the
-    -- ST's values), so a pair of buckets costs one AND and bit count per SA (one nested loop over the
-    -- bucket pairs, nothing per value); the pair's SAs with a one-value intersection are the
-    -- same as those of the join of the value rows this replaces. Memory: one bit string per
-    -- bucket and SA (buckets x values bits); the pairs are counted, never stored.
+    -- ST's values). Buckets are then grouped by value set, so the work grows with the number of
+    -- distinct value sets squared, not with the pairs of buckets (nearly every pair of buckets
+    -- shares a delta value when delta has few values):
+    --  * linkable pairs: per pair of distinct delta sets that meet, the product of their bucket
+    --    counts, plus c(c-1)/2 within each set;
+    --  * a pair of buckets breaks the equation in SA s iff it shares a delta value and its s sets
+    --    meet in one value. Two different s sets M1, M2 meeting in one value are held by such a
+    --    pair iff the union of the delta sets of the buckets holding M1 meets that of M2 (a
+    --    common value v: a bucket with M1 and one with M2 both hold v); buckets with the same
+    --    one-value s set form one iff two of them share a delta value, i.e. the sum of their
+    --    delta set sizes exceeds the size of the union.
+    -- Only when some pair breaks the equation are the pairs themselves enumerated (one nested
+    -- loop over the bucket pairs, one AND and bit count per SA), to count them and name the
+    -- smallest; the detail is then the same as always. Memory: one bit string per bucket and SA.
     SELECT coalesce(string_agg(format('bit_or(set_bit(c.zero, c.code, 1)) FILTER (WHERE v.sa = %L) AS m%s', x.sa, x.n - 1), ', ' ORDER BY x.n), ''),
            coalesce(string_agg(format('bit_count(a.m%1$s & b.m%1$s) = 1 AS s%1$s', x.n - 1), ', ' ORDER BY x.n), ''),
            coalesce(string_agg(format('s%s', x.n - 1), ' OR ' ORDER BY x.n) FILTER (WHERE is_strict OR NOT x.sa = ANY (zeta)), 'false'),
            coalesce(string_agg(format('CASE WHEN s%s THEN format(''buckets %%s and %%s share one %%s value'', i, j, %L) END', x.n - 1, x.sa), ', ' ORDER BY x.n)
-                      FILTER (WHERE is_strict OR NOT x.sa = ANY (zeta)), 'NULL')
-      INTO masks, singles, viol, exs
+                      FILTER (WHERE is_strict OR NOT x.sa = ANY (zeta)), 'NULL'),
+           coalesce(string_agg(format(', g%1$s AS (SELECT m%1$s AS ms, bit_or(d) AS dor, sum(bit_count(d)) AS dsum FROM m
+                                                    WHERE d IS NOT NULL AND m%1$s IS NOT NULL GROUP BY 1)', x.n - 1), '' ORDER BY x.n)
+                      FILTER (WHERE is_strict OR NOT x.sa = ANY (zeta)), ''),
+           coalesce(string_agg(format('EXISTS (SELECT 1 FROM g%1$s a JOIN g%1$s b ON a.ms < b.ms AND bit_count(a.ms & b.ms) = 1
+                                                                           AND bit_count(a.dor & b.dor) > 0)
+                                       OR EXISTS (SELECT 1 FROM g%1$s WHERE bit_count(ms) = 1 AND dsum > bit_count(dor))', x.n - 1), ' OR ' ORDER BY x.n)
+                      FILTER (WHERE is_strict OR NOT x.sa = ANY (zeta)), 'false')
+      INTO masks, singles, viol, exs, groups, broken
       FROM (SELECT s.sa, row_number() OVER (ORDER BY s.sa) AS n FROM unnest(sas) AS s(sa)) x;
-    EXECUTE format('WITH v AS (SELECT DISTINCT s.bucket_id, x.sa, u.value FROM %1$s s CROSS JOIN LATERAL (VALUES %7$s) AS x(sa, vals)
-                                  CROSS JOIN LATERAL unnest(x.vals) AS u(value) WHERE u.value IS NOT NULL),
-                         c AS (SELECT sa, value, (dense_rank() OVER (PARTITION BY sa ORDER BY value) - 1)::int AS code,
-                                      repeat(''0'', (count(*) OVER (PARTITION BY sa))::int)::varbit AS zero
-                                 FROM (SELECT DISTINCT sa, value FROM v) x),
-                         m AS MATERIALIZED (SELECT v.bucket_id AS b, bit_or(set_bit(c.zero, c.code, 1)) FILTER (WHERE v.sa = %2$L) AS d%3$s
-                                              FROM v JOIN c USING (sa, value) GROUP BY v.bucket_id)
-                    SELECT count(*), count(*) FILTER (WHERE %4$s), min(LEAST(%5$s, NULL)) FILTER (WHERE %4$s)
-                      FROM (SELECT a.b AS i, b.b AS j%6$s FROM m a JOIN m b ON a.b < b.b AND bit_count(a.d & b.d) > 0 OFFSET 0) p',
-                   st, delta, CASE WHEN masks = '' THEN '' ELSE ', ' || masks END, viol, exs,
-                   CASE WHEN singles = '' THEN '' ELSE ', ' || singles END, cells) INTO n, bad, ex;
+    bucket_masks := format('WITH v AS (SELECT DISTINCT s.bucket_id, x.sa, u.value FROM %1$s s CROSS JOIN LATERAL (VALUES %4$s) AS x(sa, vals)
+                                          CROSS JOIN LATERAL unnest(x.vals) AS u(value) WHERE u.value IS NOT NULL),
+                                 c AS (SELECT sa, value, (dense_rank() OVER (PARTITION BY sa ORDER BY value) - 1)::int AS code,
+                                              repeat(''0'', (count(*) OVER (PARTITION BY sa))::int)::varbit AS zero
+                                         FROM (SELECT DISTINCT sa, value FROM v) x),
+                                 m AS MATERIALIZED (SELECT v.bucket_id AS b, bit_or(set_bit(c.zero, c.code, 1)) FILTER (WHERE v.sa = %2$L) AS d%3$s
+                                                      FROM v JOIN c USING (sa, value) GROUP BY v.bucket_id)',
+                           st, delta, CASE WHEN masks = '' THEN '' ELSE ', ' || masks END, cells);
+    EXECUTE bucket_masks || format(', l AS (SELECT d, count(*) AS c FROM m WHERE d IS NOT NULL GROUP BY 1)%1$s
+                                    SELECT (SELECT coalesce(sum(CASE WHEN a.d = b.d THEN a.c * (a.c - 1) / 2 ELSE a.c * b.c END), 0)
+                                              FROM l a JOIN l b ON a.d <= b.d AND bit_count(a.d & b.d) > 0), %2$s',
+                                   groups, broken) INTO n, found;
+    bad := 0; ex := NULL;
+    IF found THEN
+      EXECUTE bucket_masks || format(' SELECT count(*), count(*) FILTER (WHERE %1$s), min(LEAST(%2$s, NULL)) FILTER (WHERE %1$s)
+                                         FROM (SELECT a.b AS i, b.b AS j%3$s FROM m a JOIN m b ON a.b < b.b AND bit_count(a.d & b.d) > 0 OFFSET 0) p',
+                                     viol, exs, CASE WHEN singles = '' THEN '' ELSE ', ' || singles END) INTO n, bad, ex;
+    END IF;
     "check" := CASE WHEN is_strict THEN 'fcorr_eq4' ELSE 'fcorr_eq5' END; passed := bad = 0;
     detail := CASE WHEN passed THEN format('%s linkable bucket pair(s); none shares exactly one value of %s', n,
                                            CASE WHEN is_strict THEN 'any other SA' ELSE 'an SA outside zeta' END)

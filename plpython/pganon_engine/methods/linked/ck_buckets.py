@@ -30,7 +30,9 @@ class Fbs:
     """Live FBs.  rows[b]: record indices in T order; cnt[b][a]: dict of SA a's value codes ->
     count (zero counts removed, so the keys are the FB's value set); mask[b][a]: the same value
     set as a bit mask (bit x set iff code x occurs); holders[v]: FBs holding delta code v;
-    open[v]: those holding it fewer than c_f times; free[v]: sum over the holders of
+    open[v]: those holding it fewer than c_f times, as a bit set over BIDs (an int: the smallest
+    one outside a few excluded FBs is one AND and a lowest-bit, not a scan of every holder);
+    free[v]: sum over the holders of
     max(0, c_f - their count of v) (the room for v left in FBs that hold it).
 
     The same masks as numpy rows indexed by BID, for the status of one FB against many (A8):
@@ -58,7 +60,7 @@ class Fbs:
             self.off[a] = pos
             pos += width[a]
         self._nw, self._dw = pos, width[d]
-        self._one_word = all(width[a] == 1 for a in nd)
+        self.one_word = all(width[a] == 1 for a in nd)  # then word p is the mask of SA nd[p]
         self._starts = np.array([self.off[a] for a in nd], dtype=np.intp)
         self._hard = np.array([p for p, a in enumerate(nd) if a not in zeta], dtype=np.intp)
         self._soft = np.array([p for p, a in enumerate(nd) if a in zeta], dtype=np.intp)
@@ -69,6 +71,7 @@ class Fbs:
         # signature x's words; FBs with one signature have the same status against any FB
         self.sid = np.zeros(0, dtype=np.int64)
         self._sig_ids, self.sig_rows = {}, np.zeros((16, self._nw), dtype=np.uint64)
+        self.version = 0  # bumped whenever an FB's value sets or the live FBs change
 
     # ---- the numpy rows ---------------------------------------------------------------------
 
@@ -115,6 +118,7 @@ class Fbs:
             self.dm[b, w] = x & _WORD
             x >>= 64
         self.live[b] = True
+        self.version += 1
 
     def _compact(self):
         """Forget the signatures no live FB has (moves leave them behind); renumbers the rest."""
@@ -126,11 +130,12 @@ class Fbs:
         remap[keep] = np.arange(len(keep))
         self.sid[self.live] = remap[self.sid[self.live]]
 
-    def signatures(self, gs):
-        """The distinct signatures of the FBs `gs`, as rows of words."""
-        seen = np.zeros(len(self._sig_ids), dtype=bool)
-        seen[self.sid[gs]] = True
-        return self.sig_rows[np.flatnonzero(seen)]
+    def signature_counts(self, gs):
+        """The distinct signatures of the FBs `gs`: (their ids, how many FBs of `gs` have
+        each, their rows of words), ids ascending."""
+        counts = np.bincount(self.sid[gs], minlength=len(self._sig_ids))
+        ids = np.flatnonzero(counts)
+        return ids, counts[ids], self.sig_rows[ids]
 
     def partners(self, b):
         """The live FBs other than b sharing a delta value with b, ascending (an int array)."""
@@ -152,11 +157,13 @@ class Fbs:
         z = rows & row
         nz = z != 0
         pow2 = (z & (z - _ONE)) == 0
-        if self._one_word:
+        if self.one_word:
             single = nz & pow2
         else:
             single = ((np.add.reduceat(nz, self._starts, axis=1, dtype=np.int32) == 1)
                       & np.logical_and.reduceat(pow2, self._starts, axis=1))
+        if not len(self._soft):  # every SA counts for eq. (4) and eq. (5): 0 or STRICT
+            return np.where(single.any(axis=1), np.int8(0), np.int8(STRICT))
         out = np.full(len(rows), STRICT, dtype=np.int8)
         if len(self._soft):
             out[single[:, self._soft].any(axis=1)] = RELAX
@@ -203,15 +210,15 @@ class Fbs:
         n = cnt[self.d][v]  # the count of v after
         if n == 1:
             if v not in self.holders:
-                self.holders[v], self.open[v], self.free[v] = set(), set(), 0
+                self.holders[v], self.open[v], self.free[v] = set(), 0, 0
             self.holders[v].add(b)
             self.free[v] += max(0, self.c_f - 1)
             if self.c_f > 1:
-                self.open[v].add(b)
+                self.open[v] |= 1 << b
         elif n <= self.c_f:
             self.free[v] -= 1
             if n == self.c_f:
-                self.open[v].discard(b)
+                self.open[v] &= ~(1 << b)
 
     def _dec(self, b, r):
         cnt, mask = self.cnt[b], self.mask[b]
@@ -227,11 +234,11 @@ class Fbs:
         n = cnt[self.d].get(v, 0)  # the count of v after
         if not n:
             self.holders[v].discard(b)
-            self.open[v].discard(b)
+            self.open[v] &= ~(1 << b)
             self.free[v] -= max(0, self.c_f - 1)
         elif n < self.c_f:
             self.free[v] += 1
-            self.open[v].add(b)
+            self.open[v] |= 1 << b
 
     def move(self, r, src, dst):
         self.rows[src].remove(r)
@@ -246,10 +253,11 @@ class Fbs:
     def drop(self, b):
         for v, n in self.cnt[b][self.d].items():
             self.holders[v].discard(b)
-            self.open[v].discard(b)
+            self.open[v] &= ~(1 << b)
             self.free[v] -= max(0, self.c_f - n)
         del self.rows[b], self.cnt[b], self.mask[b]
         self.live[b] = False
+        self.version += 1
         self._grp.pop(b, None)
 
     def groups(self, b):

@@ -51,6 +51,7 @@ from .ck_buckets import STRICT
 __all__ = ["create_fbs", "Refiner"]
 
 _SPAN = 1 << 31  # pair keys: i * _SPAN + j (BIDs) orders like (i, j)
+_LEVELS_KEPT = 4  # FBs whose partner statuses `Refiner._partner_levels` keeps
 
 
 def create_fbs(order, dcode, cat, ncat, k, c, c_f):
@@ -136,15 +137,24 @@ def _placement(st, rows, gone, partner, c_f, allow_excess):
     d = st.d
     extra = {}  # (b, v) -> records of value v already sent to b
     got = {}  # v -> FBs that received v from this FB
+    got_bits = {}  # v -> the same FBs as a bit set (to leave them out of st.open[v])
     out = []
     for r in rows:
         v = st.dc[r]
         held = st.holders.get(v, ())
         gv = got.get(v, ())
-        room = [b for b in st.open.get(v, ()) if b != gone and b not in gv]
-        room += [b for b in gv if st.cnt[b][d].get(v, 0) + extra[b, v] < c_f]
-        if room:  # (False, False, ...): holds v, below c_f
-            best = partner if partner in room else min(room)
+        # the FBs with room for v: open ones other than gone and the receivers, and the
+        # receivers still below c_f; `best` is the partner if among them, else the smallest
+        ob = st.open.get(v, 0) & ~(1 << gone) & ~got_bits.get(v, 0)
+        room = [b for b in gv if st.cnt[b][d].get(v, 0) + extra[b, v] < c_f]
+        if ob or room:  # (False, False, ...): holds v, below c_f
+            if partner is not None and (ob >> partner & 1 or partner in room):
+                best = partner
+            else:
+                best = min(room) if room else -1
+                if ob:
+                    low = (ob & -ob).bit_length() - 1
+                    best = low if best < 0 else min(best, low)
         elif len(held) - (gone in held) + sum(1 for b in gv if b not in held) < others:
             # (False, True, ...): does not hold v
             if partner is not None and partner not in held and partner not in gv:
@@ -159,7 +169,35 @@ def _placement(st, rows, gone, partner, c_f, allow_excess):
         out.append((r, best))
         extra[best, v] = extra.get((best, v), 0) + 1
         got.setdefault(v, set()).add(best)
+        got_bits[v] = got_bits.get(v, 0) | 1 << best
     return out
+
+
+def _fixable(ci, cj, mi, mj):
+    """Whether some swap of one record of FB i with one of FB j can leave this SA, whose value
+    sets (masks mi, mj, counts ci, cj) meet in exactly one value x, meeting in 0 or >= 2 values.
+    After a swap of a record with value xa (of i) and one with xb (of j), xa != xb, i holds
+    mi + {xb} - ({xa} if ci[xa] == 1) and j holds mj + {xa} - ({xb} if cj[xb] == 1).  A common
+    value other than x is then xb kept by j (xb outside mi, cj[xb] >= 2) or xa kept by i (xa
+    outside mj, ci[xa] >= 2); losing x needs ci[x] == 1 or cj[x] == 1.  With none of these every
+    swap leaves {x}, so `try_swap` fails without trying its candidates (a necessary condition
+    only: the candidates still decide)."""
+    z = mi & mj
+    x = z.bit_length() - 1
+    if ci[x] == 1 or cj[x] == 1:
+        return True
+    for v, n in ci.items():
+        if n > 1 and not mj >> v & 1:
+            return True
+    for v, n in cj.items():
+        if n > 1 and not mi >> v & 1:
+            return True
+    return False
+
+
+def _single(z):
+    """Per uint64 word: exactly one bit set."""
+    return (z != 0) & ((z & (z - np.uint64(1))) == 0)
 
 
 class Refiner:
@@ -170,6 +208,7 @@ class Refiner:
         self.st, self.c_f, self.ids = st, c_f, ids
         self.events = []
         self.tick = tick or (lambda: None)
+        self._levels_cache, self._levels_version = {}, -1
 
     def dissolve(self, gone, partner, allow_excess, why):
         st = self.st
@@ -223,10 +262,12 @@ class Refiner:
                 viol.append(s)
             else:
                 rest.append(s)
-        check = viol + rest
         ci, cj = st.cnt[i], st.cnt[j]
+        for s in viol:
+            if not _fixable(ci[s], cj[s], mi[s], mj[s]):
+                return None  # no same-delta swap changes this SA's one common value
+        check = viol + rest
         gi, gj = st.groups(i), st.groups(j)
-        others = {}  # FB -> (its other partners' signatures, their statuses now), built when first needed
         for v in sorted(gi.keys() & gj.keys()):
             self.tick()
             lb = gj[v]
@@ -250,18 +291,20 @@ class Refiner:
                             if z and not z & (z - 1):
                                 break  # (i, j) would stay below target
                         else:
-                            if self._harmless(i, j, va, vb, others):
+                            if self._harmless(i, j, va, vb):
                                 st.move(a, i, j)
                                 st.move(b, j, i)
                                 self.events.append(("swap", self.ids[a], self.ids[b]))
                                 return {i, j}
         return None
 
-    def _harmless(self, i, j, va, vb, others):
+    def _harmless(self, i, j, va, vb):
         """Whether swapping a record with codes va of FB i and one with codes vb of FB j
         (same delta value) lowers the status of no other pair of i or j: the statuses of the
-        FB's new masks against the distinct signatures of its other partners at once, compared
-        with the current ones (computed once per `try_swap` call, in `others`)."""
+        FB's new masks against the distinct signatures of its partners at once, compared with
+        the current ones.  Those (`_partner_levels`) are kept until an FB changes, so the many
+        candidates and pairs tried between two changes compute them once per FB; the partner
+        of the pair itself is left out by ignoring its signature when no other partner has it."""
         st = self.st
         ci, cj = st.cnt[i], st.cnt[j]
         ni, nj = list(st.mask[i]), list(st.mask[j])
@@ -276,17 +319,47 @@ class Refiner:
                     nj[s] ^= 1 << xb
         mask = st.mask
         for new, own, other in ((ni, i, j), (nj, j, i)):
-            if all(new[s] == mask[own][s] for s in st.nd):
+            changed = [p for p, s in enumerate(st.nd) if new[s] != mask[own][s]]
+            if not changed:
                 continue  # this FB's value sets, hence its pairs, are unchanged
-            got = others.get(own)
-            if got is None:
-                gs = st.partners(own)
-                sigs = st.signatures(gs[gs != other])
-                got = others[own] = (sigs, st.row_levels(st.nm[own], sigs))
-            sigs, before = got
-            if len(sigs) and (st.row_levels(st.words(new), sigs) < before).any():
+            ids, counts, rows, before = self._partner_levels(own)
+            pos = None
+            if st.one_word:
+                # a status drops only where a changed SA now meets in one value and did not:
+                # those partners first, on the changed SAs' words alone
+                cols = rows[:, changed]
+                z_new = cols & st.words(new)[changed]
+                z_old = cols & st.nm[own][changed]
+                newly = (_single(z_new) & ~_single(z_old)).any(axis=1)
+                pos = np.flatnonzero(newly)
+                if not len(pos):
+                    continue
+                drop = st.row_levels(st.words(new), rows[pos]) < before[pos]
+            else:
+                drop = st.row_levels(st.words(new), rows) < before
+            x = np.searchsorted(ids, st.sid[other])
+            if counts[x] == 1:  # the pair itself: its partner's signature, held by no other
+                drop &= (pos if pos is not None else np.arange(len(ids))) != x
+            if drop.any():
                 return False
         return True
+
+    def _partner_levels(self, own):
+        """(signature ids, FB counts, rows, statuses of `own` now) over `own`'s partners,
+        cached while no FB changes (`Fbs.version`).  Each entry holds a row per partner, so
+        only the last few FBs are kept (the row being refined comes back pair after pair)."""
+        st = self.st
+        cache = self._levels_cache
+        if self._levels_version != st.version:
+            cache.clear()
+            self._levels_version = st.version
+        got = cache.get(own)
+        if got is None:
+            if len(cache) >= _LEVELS_KEPT:
+                del cache[next(iter(cache))]  # the oldest entry
+            ids, counts, rows = st.signature_counts(st.partners(own))
+            got = cache[own] = (ids, counts, rows, st.row_levels(st.nm[own], rows))
+        return got
 
     def run(self, target, allow_excess):
         """Clear every linkable pair below `target`, except those that no swap clears and
@@ -305,7 +378,7 @@ class Refiner:
         heap = [i * _SPAN for i in sorted(rows)]  # ascending, hence a heap
         listed = 0  # rows <= listed have been listed (cursors pop in increasing order)
         queued, stuck = set(), {}
-        overflows = {}  # FB -> whether dissolving it exceeds c_f, while no FB changes
+        overflows = {}  # FB -> whether dissolving it exceeds c_f, until a dissolve
         width = (max(rows) >> 3) + 1  # BIDs are never created here
         why = "eq. (4)" if target == STRICT else "eq. (5)"
         while heap:
@@ -331,8 +404,7 @@ class Refiner:
             if st.level(i, j) >= target:
                 continue
             if self.try_swap(i, j, target) is not None:
-                overflows.clear()
-                continue
+                continue  # a same-delta swap keeps every FB's delta counts: `overflows` holds
             gone, partner = (i, j) if len(rows[i]) < len(rows[j]) else (j, i)
             if allow_excess:
                 touched = self.dissolve(gone, partner, allow_excess, why)
