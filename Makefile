@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PGANON := .venv/bin/pganon
 
-.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir bench-gen bench-risk bench-scale server-start server-stop clean
+.PHONY: setup demo test unit bench bench-ck bench-memory bench-msa bench-ir bench-gen bench-risk bench-scale bench-wide server-start server-stop clean
 
 setup:
 	@bash scripts/setup.sh
@@ -54,6 +54,10 @@ bench-risk: setup
 ## peak backend memory, against issue 15's targets; ANJANA / anonypyx / pyCANON side by side (results/scale.md)
 bench-scale: setup
 	@SIZES="$(SIZES)" FULL="$(FULL)" $(PY) benchmarks/scale.py
+
+## gaa and mondrian on wide domains (wide_zip: a 13,000-leaf ZIP hierarchy, wide numeric QIs) at 3k and 63k rows: results/wide.md
+bench-wide: setup
+	@$(PY) benchmarks/wide.py
 
 server-start: setup
 	@$(PGANON) server start
