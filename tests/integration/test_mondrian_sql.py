@@ -226,3 +226,37 @@ def test_release_equals_the_engine_run_on_the_whole_table(conn, mode, seed, thre
     pred = mp.all_of(mp.k_anonymity(3), mp.distinct_l_diversity(2, channels=[0]))
     res = mo.partition(qs, sa, sc, pred, mode=mode)
     assert got == {r[0]: int(res.partition[i]) + 1 for i, r in enumerate(rows)}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(8, 120), seed=st.integers(0, 2**31 - 1), k=st.integers(1, 6), threshold=st.integers(0, 30),
+       l=st.sampled_from([None, 2]), run_seed=st.one_of(st.none(), st.integers(0, 10**6)))
+def test_strict_code_vectors_give_the_row_partition(conn, n, seed, k, threshold, l, run_seed):
+    # Strict runs without persons cut and pull distinct code vectors with counts (mondrian_sql
+    # S7, mondrian D11); the yardstick is mondrian.partition on one code row per record.
+    rows = _rows(random.Random(seed), n)
+    name = _dataset(conn, rows, hierarchies=False)
+    try:
+        params = {"k": k, "categorical": "ordinal", "sensitive": ["disease"], "sql_threshold": threshold}
+        if l is not None:
+            params["privacy"] = {"model": "l_diversity", "l": l}
+        if run_seed is not None:
+            params["seed"] = run_seed
+        rid = publish(conn, name, "mondrian", queries=0, numbering="creation", **params)
+        got, _, layout = _release(conn, rid)
+    finally:
+        _drop(conn, name)
+    rows.sort()
+    rank = lambda col: [sorted(set(col)).index(v) for v in col]  # noqa: E731 (dense rank - 1)
+    cols = list(zip(*rows))
+    qs = [np.asarray(rank(cols[i])) for i in (1, 2, 3, 4, 5)]
+    sa = [np.asarray(rank(cols[6]))] if l is not None else []
+    sc = ms.schema(["numeric", "ordinal", "numeric", "ordinal", "ordinal"], [int(q.max()) + 1 for q in qs],
+                   values=[np.unique(cols[1]).astype(float), None, None, None, None],
+                   sa_sizes=[int(sa[0].max()) + 1] if sa else [], sa_names=["disease"] if sa else None, seed=run_seed)
+    pred = mp.k_anonymity(k) if l is None else mp.all_of(mp.k_anonymity(k), mp.distinct_l_diversity(l, channels=[0]))
+    res = mo.partition(qs, sa, sc, pred)
+    assert got == {r[0]: int(res.partition[i]) + 1 for i, r in enumerate(rows)}
+    assert layout["rounds"] == res.rounds
+    if threshold and n > threshold and res.n_partitions > 1:  # the root was cut in SQL, on vectors
+        assert layout["sql_levels"] >= 1 and layout["largest_pull"] <= threshold

@@ -7,11 +7,13 @@ The pipeline steps for this family:
                person column is copied too when the dataset declares one (R1)
   plan         gaa: `gaa.gaa` on the DISTINCT QI tuples with counts (and the strategy SA's
                histograms), i.e. a GROUP BY, never the rows; mondrian: a work table of integer
-               codes (ranks, hierarchy leaf ranks, SA codes), cut by `mondrian_sql`: GROUP BY
-               frequency sets and UPDATEs above sql_threshold rows, `mondrian.partition` on
-               one pulled partition at a time below
+               codes (ranks, hierarchy leaf ranks, SA codes; strict without persons: its
+               distinct code vectors with counts), cut by `mondrian_sql`: GROUP BY frequency
+               sets and UPDATEs above sql_threshold rows, `mondrian.partition` on one pulled
+               partition at a time below
   assign       (key, class_id) rows, set-based: gaa joins the snapshot to the tuple -> class
-               table on the QI values; mondrian reads the work table's classes
+               table on the QI values; mondrian reads the work table's classes, or joins the
+               snapshot's codes to the code vectors' classes
   materialize  GT (class_id, QI cells, SAs): a hierarchy node label (gaa; mondrian taxonomy),
                the class's [min, max] as a range type (mondrian numeric) or the class's sorted
                distinct values (mondrian ordinal)
@@ -354,10 +356,17 @@ def plan_mondrian(db, ds, p):
                                 sa_sizes=[len(counts) for _, counts in sa_doms],
                                 sa_names=list(p["sas"]) if sa_doms else None, seed=p["seed"])
     order = "ord" if p["seed"] is not None and p["mode"] == "relaxed" else "rn"
-    _mondrian_work(db, ds, p, doms, [d for d, _ in sa_doms], n if order == "ord" else None)
+    # mondrian_sql S7: strict cuts without persons never part rows of equal codes
+    p["mondrian_doms"] = doms if p["mode"] == "strict" and not p["person"] else None
+    if p["mondrian_doms"]:
+        _mondrian_vectors(db, p, doms, [d for d, _ in sa_doms])
+    else:
+        _mondrian_work(db, ds, p, doms, [d for d, _ in sa_doms], n if order == "ord" else None)
     tick()
     res = mondrian_sql.partition(db, sc, pred, n=n, mode=p["mode"], threshold=p["sql_threshold"],
-                                 order=order, tick=tick, persons=bool(p["person"]), whole=p["whole"])
+                                 order=order, tick=tick, persons=bool(p["person"]), whole=p["whole"],
+                                 vectors=bool(p["mondrian_doms"]))
+    p["mondrian_schema"] = sc
     p["plan"] = res
     p["n_classes"] = res.n_partitions
     p["mondrian_taxes"] = taxes
@@ -456,10 +465,42 @@ def _mondrian_work(db, ds, p, doms, sa_doms, n_seeded):
     db.run(f"ANALYZE {mondrian_sql.WORK}")
 
 
+def _code_joins(db, p, doms):
+    """The joins of the snapshot `s` to the QI domain tables (d0..): each row's QI codes."""
+    return " ".join(f"JOIN {dom} d{j} ON d{j}.v = s.{db.ident(p['qis'][j]['column'])}{cast}"
+                    for j, (dom, cast) in enumerate(doms))
+
+
+def _mondrian_vectors(db, p, doms, sa_doms):
+    """CREATE `mondrian_sql.VEC`: the snapshot's distinct (QI codes, SA codes) vectors with their
+    rows n, part 0 and an id vid (mondrian_sql S7)."""
+    cs = [f"d{j}.code" for j in range(len(doms))] + [f"e{i}.code" for i in range(len(sa_doms))]
+    names = [f"c{j}" for j in range(len(doms))] + [f"s{i}" for i in range(len(sa_doms))]
+    sa = "".join(f' JOIN {dom} e{i} ON e{i}.v = s.{db.ident(p["sas"][i])}::text COLLATE "C"'
+                 for i, dom in enumerate(sa_doms))
+    db.run(f"CREATE TEMP TABLE {mondrian_sql.VEC[8:]} ON COMMIT DROP AS "
+           f"SELECT x.*, 0::int4 AS part, (row_number() OVER ())::int4 AS vid FROM ("
+           f"SELECT {', '.join(f'{c} AS {a}' for c, a in zip(cs, names))}, count(*)::int8 AS n "
+           f"FROM {SNAP} s {_code_joins(db, p, doms)}{sa} GROUP BY {', '.join(cs)}) x")
+    db.run(f"ANALYZE {mondrian_sql.VEC}")
+
+
 def assign_mondrian(db, ds, p, rel):
     I = db.ident
     res = p["plan"]
-    db.run(f"CREATE TABLE {rel['map']} AS {mondrian_sql.map_select(I(ds.key))}")
+    if p["mondrian_doms"]:  # every row takes its code vector's class (mondrian_sql S7)
+        doms = p["mondrian_doms"]
+        on = " AND ".join(f"x.c{j} = r.c{j}" for j in range(len(doms)))
+        # numbering 'creation' keeps the map in the order the row path wrote it: (SQL part, key)
+        order = "" if p.get("renumbered") else " ORDER BY x.part, r._k"
+        # OFFSET 0: the rows get their codes first; joined to the code vectors earlier, the
+        # product of the per-code selectivities made the planner expect one row and loop
+        rows = (f"SELECT s.{I(ds.key)} AS _k, {', '.join(f'd{j}.code AS c{j}' for j in range(len(doms)))} "
+                f"FROM {SNAP} s {_code_joins(db, p, doms)} OFFSET 0")
+        db.run(f"CREATE TABLE {rel['map']} AS SELECT r._k AS {I(ds.key)}, x.class_id FROM ({rows}) r "
+               f"JOIN {mondrian_sql.vector_classes(db, p['mondrian_schema'])} x ON {on}{order}")
+    else:
+        db.run(f"CREATE TABLE {rel['map']} AS {mondrian_sql.map_select(I(ds.key))}")
     _finish_map(db, ds, rel)
     tax = [q["column"] for q in p["qis"] if q["column"] in p["hierarchies"]]
     if tax:
@@ -524,8 +565,10 @@ def materialize(db, ds, p, rel):
     if node_cols:
         joins += f" JOIN {CLASSES} n USING (class_id)"
     sas = ", ".join(f"s.{I(a)}" for a in p["sas"])
+    # numbering 'random' rewrites the GT in content order anyway (p["renumbered"])
+    order = "" if p.get("renumbered") else " ORDER BY m.class_id"
     db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.class_id, {', '.join(cells)}, {sas} "
-           f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}){joins} ORDER BY m.class_id")
+           f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}){joins}{order}")
     db.run(f"ANALYZE {rel['gt']}")
 
 

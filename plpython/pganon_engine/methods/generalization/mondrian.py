@@ -71,6 +71,11 @@ Decisions (spec §7 items in brackets):
 - D10 Whole persons (`whole=True`, with persons): a cut is allowable only if every person's
       rows of the partition land in one part, so every class holds all the rows of each of
       its persons.  Initial partitions (`start`) must not share a person.
+- D11 Weighted rows (`partition(..., weights=)`, strict mode without persons): an input row
+      stands for `weights` equal rows (a distinct code vector with its count).  Sizes, medians
+      (D2: the first code whose cumulative weight reaches size//2) and histograms count the
+      weights, so the partitions are those of the expanded rows: strict cuts never separate
+      rows with equal codes, and nothing else of a strict run reads the row order.
 """
 
 from __future__ import annotations
@@ -136,7 +141,7 @@ class Result(Partitions):
 
 
 def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=None, nodes=None,
-              persons=None, whole=False):
+              persons=None, whole=False, weights=None):
     """Mondrian on rows in memory: recursively cut every initial partition while an allowable
     cut exists (D1-D5), iteratively and vectorized.
 
@@ -150,6 +155,7 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
                (one partition) or a mapping initial id -> per QI nodes
     persons    None, or per row a person code (int >= 0): the predicate judges persons (D9)
     whole      with persons: no cut separates the rows of a person (D10)
+    weights    None, or per row the rows it stands for (int >= 1, D11); `Result.sizes` count them
     """
     mode = check_mode(mode)
     pred = check_predicate(predicate)
@@ -157,6 +163,7 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
     if n == 0:
         raise invalid("the table is empty", hint="Mondrian needs at least one row")
     pers = _persons(persons, n, whole)
+    wts = _weights(weights, n, mode, pers)
     d = schema.d
     W = [working(q, schema, j, f"QI {j}") for j, q in enumerate(qs)]
     rng = None if schema.seed is None else np.random.default_rng([int(schema.seed), 1])
@@ -166,6 +173,7 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
         ids = np.array([0])
         a_len = np.array([n], np.int64)
         init_key = np.zeros(n, np.int64)
+        a_size = a_len if wts is None else np.array([wts.sum()], np.int64)
     else:
         st = code_array(start, "start", allow_negative=True)
         if st.size != n:
@@ -174,16 +182,17 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
         ids, init_key, a_len = np.unique(st, return_inverse=True, return_counts=True)
         init_key = init_key.reshape(-1)
         a_len = a_len.astype(np.int64)
+        a_size = a_len if wts is None else _count(init_key, ids.size, wts)
     a_start = np.cumsum(a_len) - a_len
     a_origin = np.arange(ids.size)
-    ok = parts_ok(pred, init_key, ids.size, ss, schema, pers)
+    ok = parts_ok(pred, init_key, ids.size, ss, schema, pers, wts)
     if whole and not persons_whole(np.zeros(n, np.int64), init_key, pers, 1)[0]:
         raise invalid("a person has rows in several initial partitions, so her rows cannot stay whole",
                       hint="give every person's rows the same start id")
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         what = ("the table" if start is None
-                else f"initial partition {ids.tolist()[bad]!r} ({int(a_len[bad])} rows)")
+                else f"initial partition {ids.tolist()[bad]!r} ({int(a_size[bad])} rows)")
         raise invalid(f"{what} does not satisfy the predicate {pred!r}, so no partitioning can",
                       hint="lower k / l, or merge initial partitions")
     _check_start_nodes(nodes, schema, W, init_key, ids)
@@ -199,8 +208,9 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
     Sact = [x[perm] for x in ss] if uses_sa else []
     vact = vec[perm] if vec is not None else None
     pact = None if pers is None else pers[perm]
+    wact = None if wts is None else wts[perm]
     final = np.empty(n, np.int64)
-    done = {"start": [], "len": [], "origin": [], "lo": [], "hi": [], "lca": []}
+    done = {"start": [], "len": [], "size": [], "origin": [], "lo": [], "hi": [], "lca": []}
     rounds = 0
     while a_start.size:
         A = a_start.size
@@ -225,11 +235,12 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
                 pid = np.flatnonzero(sel)
                 sub = np.flatnonzero(sel[seg])
                 lseg = (np.cumsum(sel) - 1)[seg[sub]]
-                pidx, F = _cut_rows(schema, j, mode, Wact[j][sub], lseg, a_len[pid],
+                wsub = None if wact is None else wact[sub]
+                pidx, F = _cut_rows(schema, j, mode, Wact[j][sub], lseg, a_size[pid],
                                     None if lcas[j] is None else lcas[j][pid],
-                                    None if vact is None else vact[sub], n_vec)
+                                    None if vact is None else vact[sub], n_vec, wsub)
                 allowed = _cuts_ok(pred, lseg * F + pidx, pid.size, F, [x[sub] for x in Sact], schema,
-                                   None if pact is None else pact[sub], whole)
+                                   None if pact is None else pact[sub], whole, wsub)
                 acc = pid[allowed]
                 pending[acc] = False
                 fan[acc] = F
@@ -240,6 +251,7 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
         if fin.any():
             done["start"].append(a_start[fin])
             done["len"].append(a_len[fin])
+            done["size"].append(a_size[fin])
             done["origin"].append(a_origin[fin])
             done["lo"].append(np.stack([x[fin] for x in lo], axis=1))
             done["hi"].append(np.stack([x[fin] for x in hi], axis=1))
@@ -255,22 +267,26 @@ def partition(qi_codes, sa_codes, schema, predicate, *, mode="strict", start=Non
         Fm = int(fan.max())
         key = (np.cumsum(split) - 1)[seg[sub]] * Fm + part[sub]
         idx = sub[np.argsort(key, kind="stable")]
+        psz = np.bincount(key, minlength=sid.size * Fm).reshape(sid.size, Fm)
+        pwt = psz if wact is None else _count(key, sid.size * Fm, wact[sub]).reshape(sid.size, Fm)
         ract = ract[idx]
         Wact = [w[idx] for w in Wact]
         Sact = [x[idx] for x in Sact]
         vact = None if vact is None else vact[idx]
         pact = None if pact is None else pact[idx]
-        psz = np.bincount(key, minlength=sid.size * Fm).reshape(sid.size, Fm)
+        wact = None if wact is None else wact[idx]
         nz = psz > 0
         a_start = (a_start[sid][:, None] + np.cumsum(psz, axis=1) - psz)[nz]
         a_len = psz[nz]
+        a_size = pwt[nz]
         a_origin = np.broadcast_to(a_origin[sid][:, None], psz.shape)[nz]
     return _result(done, final, n, schema, ids, rounds)
 
 
-def _cut_rows(schema, j, mode, v, lseg, sizes, lca, vec, n_vec):
+def _cut_rows(schema, j, mode, v, lseg, sizes, lca, vec, n_vec, w=None):
     """Part index per row for the cut of every selected partition on QI j (rows grouped by
-    lseg, row order within a partition), and the number of part slots."""
+    lseg, row order within a partition), and the number of part slots.  sizes: the partitions'
+    rows (weights summed with w, D11)."""
     S = sizes.size
     if schema.kinds[j] == "taxonomy":
         tx = schema.taxonomies[j]
@@ -279,7 +295,12 @@ def _cut_rows(schema, j, mode, v, lseg, sizes, lca, vec, n_vec):
     M = schema.sizes[j]
     soffs = np.cumsum(sizes) - sizes
     h = sizes // 2
-    m = np.sort(lseg * M + v)[soffs + h - 1] - np.arange(S) * M
+    if w is None:
+        m = np.sort(lseg * M + v)[soffs + h - 1] - np.arange(S) * M
+    else:  # D11: the first code whose cumulative weight reaches h
+        sk = lseg * M + v
+        o = np.argsort(sk, kind="stable")
+        m = sk[o][np.searchsorted(np.cumsum(w[o]), soffs + h, side="left")] - np.arange(S) * M
     mm = m[lseg]
     pidx = (v > mm).astype(np.int64)
     if mode == "strict":
@@ -304,18 +325,36 @@ def _cut_rows(schema, j, mode, v, lseg, sizes, lca, vec, n_vec):
     return pidx, 2
 
 
-def _cuts_ok(pred, key, S, F, sa_rows, schema, persons=None, whole=False):
+def _cuts_ok(pred, key, S, F, sa_rows, schema, persons=None, whole=False, weights=None):
     """Per partition: its cut has >= 2 non-empty parts and every non-empty part passes (D5);
-    over persons (D9), keeping each person in one part with whole (D10)."""
+    over persons (D9), keeping each person in one part with whole (D10); rows weighted (D11)."""
     psz = np.bincount(key, minlength=S * F)
     nz = psz > 0
     comp = np.cumsum(nz) - 1
     good = np.ones(S * F, bool)
-    good[nz] = parts_ok(pred, comp[key], int(nz.sum()), sa_rows, schema, persons)
+    good[nz] = parts_ok(pred, comp[key], int(nz.sum()), sa_rows, schema, persons, weights)
     ok = good.reshape(S, F).all(axis=1) & (nz.reshape(S, F).sum(axis=1) >= 2)
     if whole:
         ok &= persons_whole(key // F, key, persons, S)
     return ok
+
+
+def _weights(weights, n, mode, persons):
+    """The weight per row (D11), or None."""
+    if weights is None:
+        return None
+    if mode != "strict" or persons is not None:
+        raise invalid("weights need mode strict without persons: relaxed cuts split equal rows by row order, "
+                      "and persons are counted distinct", hint="give one row per record instead")
+    w = code_array(weights, "weights")
+    if w.size != n or (w.size and w.min() < 1):
+        raise invalid(f"weights must be {n} integers >= 1, one per row")
+    return w
+
+
+def _count(key, m, weights):
+    """Per label 0..m-1 the sum of the weights of its rows (exact integers)."""
+    return np.bincount(key, weights=weights, minlength=m).astype(np.int64)
 
 
 def _persons(persons, n, whole):
@@ -334,6 +373,7 @@ def _result(done, perm, n, schema, ids, rounds):
     start = np.concatenate(done["start"])
     o = np.argsort(start)
     sizes = np.concatenate(done["len"])[o]
+    weighted = np.concatenate(done["size"])[o]
     lo = np.concatenate(done["lo"])[o]
     hi = np.concatenate(done["hi"])[o]
     lca = np.concatenate(done["lca"])[o]
@@ -351,7 +391,7 @@ def _result(done, perm, n, schema, ids, rounds):
             los.append(lo[:, j].copy())
             his.append(hi[:, j].copy())
             nodes.append(None)
-    return Result(partition=pid, sizes=sizes, lo=tuple(los), hi=tuple(his), nodes=tuple(nodes),
+    return Result(partition=pid, sizes=weighted.astype(np.int64), lo=tuple(los), hi=tuple(his), nodes=tuple(nodes),
                   origin=origin, rounds=rounds)
 
 

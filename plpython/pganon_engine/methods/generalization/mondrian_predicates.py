@@ -128,19 +128,20 @@ def evaluate(pred, sizes, hists, names):
     return out
 
 
-def parts_ok(pred, key, m, sa_rows, schema, persons=None):
+def parts_ok(pred, key, m, sa_rows, schema, persons=None, weights=None):
     """Predicate per part for rows labelled key in 0..m-1 (every part non-empty); sa_rows per
     channel the SA codes of those rows.  Histograms are built in chunks of parts (D7).  With
-    persons (a person code per row), the parts are judged over persons (D9)."""
+    persons (a person code per row), the parts are judged over persons (D9); with weights (per
+    row the rows it stands for, mondrian D11) sizes and histograms count those."""
     if persons is not None:
         return _person_parts_ok(pred, key, m, sa_rows, schema, persons)
-    sizes = np.bincount(key, minlength=m)
+    sizes = _count(key, m, weights)
     if not getattr(pred, "uses_sa", True) or not schema.sa_sizes:
         return evaluate(pred, sizes, (), schema.sa_names)
     total_v = sum(schema.sa_sizes)
     step = max(1, _HIST_CELLS // total_v)
     if m <= step:
-        hists = [np.bincount(key * v + s, minlength=m * v).reshape(m, v)
+        hists = [_count(key * v + s, m * v, weights).reshape(m, v)
                  for s, v in zip(sa_rows, schema.sa_sizes)]
         return evaluate(pred, sizes, hists, schema.sa_names)
     order = np.argsort(key, kind="stable")
@@ -151,10 +152,19 @@ def parts_ok(pred, key, m, sa_rows, schema, persons=None):
         lo, hi = np.searchsorted(ks, [a, b])
         sub = order[lo:hi]
         kk = key[sub] - a
-        hists = [np.bincount(kk * v + s[sub], minlength=(b - a) * v).reshape(b - a, v)
+        ws = None if weights is None else weights[sub]
+        hists = [_count(kk * v + s[sub], (b - a) * v, ws).reshape(b - a, v)
                  for s, v in zip(sa_rows, schema.sa_sizes)]
         out[a:b] = evaluate(pred, sizes[a:b], hists, schema.sa_names)
     return out
+
+
+def _count(key, m, weights):
+    """bincount of key (0..m-1), each entry counted weights times (exact int64: a float sum of
+    integers below 2**53)."""
+    if weights is None:
+        return np.bincount(key, minlength=m)
+    return np.bincount(key, weights=weights, minlength=m).astype(np.int64)
 
 
 def _distinct(*cols):

@@ -55,6 +55,16 @@ Decisions:
       count(DISTINCT pc) per part, per (part, SA code) and per partition (for whole persons).
       Pulled partitions pass their person codes to `mondrian.partition`.  Same decisions as a
       whole-table in-memory run, so the same release.
+- S7  Strict cuts without persons (the default) are thresholds on QI codes, so rows with equal
+      codes never part, and nothing else of a strict run reads the row order.  The caller then
+      builds `VEC` instead of `WORK`: the distinct (QI codes, SA codes) vectors with their rows
+      n and an id vid (about 100k at a million Adult rows).  The levels cut the vectors (the
+      frequency sets are the same sums, so the same cuts; one UPDATE of the vectors per level,
+      not of the rows), the pulls read vectors with their counts and `mondrian.partition`
+      weighs them (its D11), LOCAL maps vid -> local class, and `vector_classes` gives each
+      distinct QI vector its class, which the caller joins its rows to once.  Relaxed cuts
+      (median rows split by row order) and persons (distinct persons per part) read the rows
+      of `WORK` as in S2 and S6.
 """
 
 from __future__ import annotations
@@ -68,12 +78,16 @@ from pganon_engine.core.errors import invalid
 
 from . import mondrian, mondrian_cuts
 
-__all__ = ["WORK", "BASE", "LOCAL", "TABLES", "Plan", "partition", "map_select", "drop_leftovers"]
+__all__ = ["WORK", "VEC", "VCLASS", "BASE", "LOCAL", "TABLES", "Plan", "partition", "map_select", "vector_classes",
+           "drop_leftovers"]
 
 WORK = "pg_temp._pganon_mwork"
 BASE = "pg_temp._pganon_mbase"
 LOCAL = "pg_temp._pganon_mlocal"
-TABLES = ("_pganon_mwork", "_pganon_mbase", "_pganon_mlocal", "_pganon_mwork_sorted")
+VEC = "pg_temp._pganon_mvec"
+VCLASS = "pg_temp._pganon_mvclass"
+TABLES = ("_pganon_mwork", "_pganon_mbase", "_pganon_mlocal", "_pganon_mwork_sorted", "_pganon_mvec",
+          "_pganon_mvclass")
 _LO, _HI = -1, 2**31 - 1  # code bounds of the open ends of a range cut (codes are >= 0)
 
 
@@ -110,9 +124,10 @@ def drop_leftovers(db, names=TABLES):
 
 
 def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn", tick=None,
-              persons=False, whole=False):
+              persons=False, whole=False, vectors=False):
     """Mondrian on the rows of `WORK` (n rows, all with part = 0): SQL cuts above `threshold`
     rows, in-memory runs below (S1-S4).  Fills `BASE` and `LOCAL` (S5) and returns the `Plan`.
+    vectors: the caller built `VEC` instead of `WORK` (S7, strict without persons).
 
     schema     the run's `mondrian_schema.Schema` (global domains; taxonomy codes in WORK are ranks)
     predicate  the admissible-cut test (D7)
@@ -128,6 +143,8 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
         raise invalid(f"order must be 'rn' or 'ord', not {order!r}")
     if mode not in mondrian_cuts.MODES:
         raise invalid(f"mode {mode!r} is not one of {', '.join(mondrian_cuts.MODES)}")
+    if vectors and (mode != "strict" or persons):
+        raise invalid("code vectors need mode strict without persons (relaxed cuts and persons read rows)")
     tick = tick or (lambda: None)
     db.run(f"CREATE TEMP TABLE {LOCAL[8:]} (rn int4, local int4) ON COMMIT DROP")
     paths, sizes = {0: ()}, {0: n}
@@ -136,7 +153,8 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
     if not active:
         leaves.append(((), 0, None))
     levels, next_id, cuts = 0, 1, []
-    freqs = _freq_sets(db, active, schema) if active else {}
+    src = VEC if vectors else WORK
+    freqs = _freq_sets(db, active, schema, src) if active else {}
     extra = (["pc"] if persons else []) + (["ord"] if order == "ord" else [])
     while active:
         tick()
@@ -161,19 +179,37 @@ def partition(db, schema, predicate, *, n, mode="strict", threshold=0, order="rn
             cuts.append((pid, cut, kids))
         if cuts:
             tick()
-            freqs = _apply(db, cuts, schema, order, deeper, extra)
+            freqs = _apply(db, cuts, schema, order, deeper, extra, src)
             levels += 1
         active = deeper
-    if levels and not cuts:  # the last level cut nothing: compact what the levels before left
+    if levels and not cuts and not vectors:  # the last level cut nothing: compact what the levels left
         _compact(db, schema, order, [[]] * 5, _dim_of(schema, "w"), extra)
+    if levels and vectors:  # each pull reads its partition's vectors only
+        db.run(f"CREATE INDEX ON {VEC} (part)")
+        db.run(f"ANALYZE {VEC}")
     return _finish(db, schema, predicate, mode, order, sorted(leaves, key=lambda x: x[0]), sizes, levels, tick,
-                   persons, whole)
+                   persons, whole, vectors)
 
 
 def map_select(key):
     """SELECT of (key AS `key`, class_id 1..) for every row of WORK (S5); key is a quoted name."""
     return (f"SELECT w._k AS {key}, (b.base + coalesce(l.local, 0) + 1)::int4 AS class_id "
             f"FROM {WORK} w JOIN {BASE} b USING (part) LEFT JOIN {LOCAL} l USING (rn)")
+
+
+def vector_classes(db, schema):
+    """S7: the table `VCLASS` (c0.., part, class_id 1..), one row per distinct QI code vector of
+    `VEC` (its class depends on the QI codes alone: strict cuts), for the caller to join its
+    rows' codes to.  A table with its statistics, not a subquery: joined in one statement with
+    the rows' codes, the product of the per-code selectivities made the planner expect one row
+    and loop over BASE and LOCAL."""
+    cs = ", ".join(f"v.{c}" for c in _qi_cols(schema))
+    db.run(f"CREATE TEMP TABLE {VCLASS[8:]} ON COMMIT DROP AS "
+           f"SELECT {'DISTINCT ' if schema.sa_sizes else ''}{cs}, v.part, "
+           f"(b.base + coalesce(l.local, 0) + 1)::int4 AS class_id "
+           f"FROM {VEC} v JOIN {BASE} b USING (part) LEFT JOIN {LOCAL} l ON l.rn = v.vid")
+    db.run(f"ANALYZE {VCLASS}")
+    return VCLASS
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,7 +225,7 @@ def _sa_cols(schema):
     return [f"s{c}" for c in range(len(schema.sa_sizes))]
 
 
-def _freq_sql(schema, source, param):
+def _freq_sql(schema, source, param, count="count(*)"):
     """The frequency sets of the partitions listed in array parameter `param`, from the rows of
     `source`, in one scan: GROUP BY part, the SA channels and GROUPING SETS of the QI codes
     (D8, S2); one row per (part, QI j) with the groups as arrays.  The rows are first counted
@@ -198,7 +234,7 @@ def _freq_sql(schema, source, param):
     which = "CASE " + " ".join(f"WHEN GROUPING({c}) = 0 THEN {j}" for j, c in enumerate(cs)) + " END"
     code = cs[0] if len(cs) == 1 else f"COALESCE({', '.join(cs)})"
     sa_sel = "".join(f", {s}" for s in ss)
-    tuples = (f"SELECT part, {', '.join(cs)}{sa_sel}, count(*) AS n FROM {source} "
+    tuples = (f"SELECT part, {', '.join(cs)}{sa_sel}, {count} AS n FROM {source} "
               f"WHERE part = ANY({param}::int4[]) GROUP BY part, {', '.join(cs)}{sa_sel}")
     inner = (f"SELECT part, {which} AS j, {code} AS code{sa_sel}, sum(n)::int8 AS n FROM ({tuples}) t "
              f"GROUP BY part{sa_sel}, GROUPING SETS ({', '.join(f'({c})' for c in cs)})")
@@ -206,9 +242,14 @@ def _freq_sql(schema, source, param):
             + "".join(f", array_agg({s}) AS {s}" for s in ss) + f" FROM ({inner}) g GROUP BY part, j")
 
 
-def _freq_sets(db, parts, schema):
+def _freq_sets(db, parts, schema, src=WORK):
     """{part: per QI (working codes, counts, SA channel codes)} of the given partitions."""
-    return _read_freqs(db.rows(_freq_sql(schema, WORK, "$1"), [list(parts)], ["int4[]"]), parts, schema)
+    return _read_freqs(db.rows(_freq_sql(schema, src, "$1", _count(src)), [list(parts)], ["int4[]"]), parts, schema)
+
+
+def _count(src):
+    """The rows a row of `src` stands for: one in WORK, n in VEC (S7)."""
+    return "sum(n)" if src == VEC else "count(*)"
 
 
 def _read_freqs(rows, parts, schema):
@@ -227,10 +268,11 @@ def _as_codes(f, schema, j):
     return mondrian_cuts.freq_set(w if tx is None else tx.rank_code[w], n, sa)
 
 
-def _apply(db, cuts, schema, order, deeper, extra):
+def _apply(db, cuts, schema, order, deeper, extra, src=WORK):
     """Apply the cuts of a level: one UPDATE moves the rows of every cut by code intervals, one
     more the median rows of relaxed cuts (S2).  Returns the frequency sets of the partitions in
-    `deeper` (the new ones still above the threshold), read from the rows the UPDATEs moved."""
+    `deeper` (the new ones still above the threshold), read from the rows the UPDATEs moved.
+    src VEC (S7): the UPDATE moves code vectors (strict cuts only, so no medians)."""
     piece = {x: [] for x in ("part", "dim", "lo", "hi", "new")}
     med = {x: [] for x in ("part", "dim", "value", "lhs", "rhs")}
     ss = _sa_cols(schema)
@@ -256,10 +298,10 @@ def _apply(db, cuts, schema, order, deeper, extra):
             add(med, part=pid, dim=j, value=v, lhs=lhs, rhs=rhs)
             for vec, t in cut.take.items():
                 add(take, part=pid, take=t, **dict(zip(ss, vec)))
-    cols = ["part", *_qi_cols(schema), *ss]
+    cols = ["part", *_qi_cols(schema), *ss] + (["n"] if src == VEC else [])
     ret = f" RETURNING {', '.join('w.' + c for c in cols)}" if deeper else ""
     args = [piece[x] for x in ("part", "dim", "lo", "hi", "new")]
-    ranges = (f"UPDATE {WORK} w SET part = c.new "
+    ranges = (f"UPDATE {src} w SET part = c.new "
               f"FROM unnest($1::int4[], $2::int4[], $3::int4[], $4::int4[], $5::int4[]) AS c(part, dim, lo, hi, new) "
               f"WHERE w.part = c.part AND {_dim_of(schema, 'w')} BETWEEN c.lo AND c.hi{ret}")
     medians = None
@@ -275,7 +317,12 @@ def _apply(db, cuts, schema, order, deeper, extra):
                    f"LEFT JOIN unnest({targs}) AS t({', '.join(tcols)}) ON t.part = x.part{on_sa} "
                    f"WHERE w.rn = x.rn{ret}")
         margs = [med[x] for x in ("part", "dim", "value", "lhs", "rhs")] + [take[x] for x in tcols]
+    if src == VEC and medians:
+        raise RuntimeError("pganon bug: a relaxed Mondrian cut on the distinct code vectors")
     if not deeper:  # the last level: the compacted copy of the table applies the range parts
+        if src == VEC:  # S7: the vectors are few, an UPDATE is cheaper than a copy
+            db.run(ranges, args, ["int4[]"] * len(args))
+            return {}
         if medians:
             db.run(medians, margs, ["int4[]"] * len(margs))
         _compact(db, schema, order, args, _dim_of(schema, "w"), extra)
@@ -288,7 +335,7 @@ def _apply(db, cuts, schema, order, deeper, extra):
                + _freq_sql(schema, "u", f"${len(args) + len(margs) + 1}"))
         params = args + margs + [list(deeper)]
     else:
-        sql = f"WITH u AS ({ranges}) " + _freq_sql(schema, "u", "$6")
+        sql = f"WITH u AS ({ranges}) " + _freq_sql(schema, "u", "$6", _count(src))
         params = args + [list(deeper)]
     return _read_freqs(db.rows(sql, params, ["int4[]"] * len(params)), deeper, schema)
 
@@ -411,15 +458,19 @@ def _compact(db, schema, order, pieces, dim, extra):
 # --------------------------------------------------------------------------------------------
 
 
-def _finish(db, schema, predicate, mode, order, leaves, expected, levels, tick, persons, whole):
-    """Class summaries in tree order; BASE and LOCAL filled (S3, S5)."""
+def _finish(db, schema, predicate, mode, order, leaves, expected, levels, tick, persons, whole, vectors=False):
+    """Class summaries in tree order; BASE and LOCAL filled (S3, S5).  vectors (S7): the pulls
+    read code vectors with their counts (the last column, the weights of `mondrian` D11), and
+    LOCAL's rn holds the vector's vid."""
     local_schema = replace(schema, seed=None)  # S4: the row order is the pulled order
     d = schema.d
-    cols = ["rn", *_qi_cols(schema), *_sa_cols(schema)] + (["pc"] if persons else [])
+    cols = ["vid" if vectors else "rn", *_qi_cols(schema), *_sa_cols(schema)] + (["pc"] if persons else [])
+    cols += ["n"] if vectors else []
     # one text of all the partition's codes, row after row (numpy parses it; plpy would build a
     # Python int per code)
-    pull_sql = (f"SELECT array_to_string(array_agg(ARRAY[{', '.join(cols)}] ORDER BY {order}), ',') AS a, "
-                f"count(*) AS n FROM {WORK} WHERE part = $1")
+    pull_sql = (f"SELECT array_to_string(array_agg(ARRAY[{', '.join(cols)}] ORDER BY {'vid' if vectors else order}), "
+                f"',') AS a, count(*) AS m, {'sum(n)' if vectors else 'count(*)'} AS n "
+                f"FROM {VEC if vectors else WORK} WHERE part = $1")
     sizes, lo, hi, lca = [], [[] for _ in range(d)], [[] for _ in range(d)], [[] for _ in range(d)]
     base_part, base = [], []
     rounds = pulled = largest = 0
@@ -444,13 +495,14 @@ def _finish(db, schema, predicate, mode, order, leaves, expected, levels, tick, 
         r = db.one(pull_sql, [pid], ["int4"])
         m = int(r["n"])
         _check_size(pid, m, expected)
-        rows = np.fromstring(r["a"], dtype=np.int64, sep=",").reshape(m, len(cols))
+        rows = np.fromstring(r["a"], dtype=np.int64, sep=",").reshape(int(r["m"]), len(cols))
         codes = [rows[:, 1 + j] for j in range(d)]
         codes = [c if schema.taxonomies[j] is None else schema.taxonomies[j].rank_code[c]
                  for j, c in enumerate(codes)]
         res = mondrian.partition(codes, [rows[:, 1 + d + c] for c in range(len(schema.sa_sizes))],
                                  local_schema, predicate, mode=mode,
-                                 persons=rows[:, -1] if persons else None, whole=whole)
+                                 persons=rows[:, -1] if persons else None, whole=whole,
+                                 weights=rows[:, -1] if vectors else None)
         keep = res.partition > 0
         if keep.any():
             db.run(f"INSERT INTO {LOCAL} SELECT * FROM unnest($1::text::int4[], $2::text::int4[])",
