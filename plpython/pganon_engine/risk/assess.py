@@ -131,11 +131,14 @@ def identity(db, info, out):
     person_rows = lay.get("gt_rows") == "person"
     pcount = "count(DISTINCT id_num)" if persons_visible else "NULL::bigint"
     group = ", ".join(map(I, qcols)) if qcols else "()"
-    r = db.one(f"SELECT count(*) AS classes, coalesce(sum(n), 0) AS records, min(n) AS nmin, "
-               f"coalesce(sum(n) FILTER (WHERE n = 1), 0) AS uniq, min(p) AS pmin, coalesce(sum(p), 0) AS persons "
-               f"FROM (SELECT count(*) AS n, {pcount} AS p FROM {gt} GROUP BY {group}) c")
-    classes, records = int(r["classes"]), int(r["records"])
     k, exact = promised_k(lay), exact_qis(lay)
+    # records (persons when published) in classes below k, from the same grouping
+    who = "p" if persons_visible else "n"
+    below = f"coalesce(sum({who}) FILTER (WHERE {who} < {int(k)}), 0)" if k else "NULL::numeric"
+    r = db.one(f"SELECT count(*) AS classes, coalesce(sum(n), 0) AS records, min(n) AS nmin, "
+               f"coalesce(sum(n) FILTER (WHERE n = 1), 0) AS uniq, min(p) AS pmin, coalesce(sum(p), 0) AS persons, "
+               f"{below} AS below FROM (SELECT count(*) AS n, {pcount} AS p FROM {gt} GROUP BY {group}) c")
+    classes, records = int(r["classes"]), int(r["records"])
     what = "records" if not person_rows else "persons"
     if not records:
         out.info("records_per_class_min", "records", 0, "nothing is published")
@@ -164,8 +167,7 @@ def identity(db, info, out):
     out.info("sample_unique", what, int(r["uniq"]) / records,
              f"{int(r['uniq'])} {what} hold a published QI vector of their own")
     if k:
-        below = db.one(f"SELECT coalesce(sum(n), 0) AS b FROM (SELECT {'count(DISTINCT id_num)' if persons_visible else 'count(*)'} "
-                       f"AS n FROM {gt} GROUP BY {group}) c WHERE n < {int(k)}")["b"]
+        below = r["below"]
         out.add("records_below_k", scope, int(below) / total,
                 f"{int(below)} of {total} {scope} in classes below k = {k}", promise=0.0)
     if lay.get("method") == "one_m_generalization":
@@ -211,33 +213,49 @@ def _promise_bucketization(ds, lay):
 
 
 SIZES = "pg_temp._pganon_risk_sizes"
+ROWS_N = "pg_temp._pganon_risk_rows"
+
+
+def _temp(db, name, query):
+    """A temp table of the assessment (dropped at commit; replaced if an earlier one is left)."""
+    if db.one("SELECT pg_catalog.to_regclass($1) IS NOT NULL AS e", [name], ["text"])["e"]:
+        db.run(f"DROP TABLE {name}")
+    db.run(f"CREATE TEMP TABLE {name.split('.', 1)[1]} ON COMMIT DROP AS {query}")
+    db.run(f"ANALYZE {name}")
+    return name
 
 
 def _class_sizes(db, query):
     """The classes' sizes (cls, n) once per release, for every attribute's figures."""
-    if db.one("SELECT pg_catalog.to_regclass($1) IS NOT NULL AS e", [SIZES], ["text"])["e"]:
-        db.run(f"DROP TABLE {SIZES}")
-    db.run(f"CREATE TEMP TABLE _pganon_risk_sizes ON COMMIT DROP AS {query}")
-    db.run(f"ANALYZE {SIZES}")
-    return SIZES
+    return _temp(db, SIZES, query)
 
 
-def _value_shares(db, values, sizes, level_join=""):
+def _value_shares(db, values, sizes, level=None, sized=False):
     """What a class (a group, a class of QI vectors, a Rating group) tells about one attribute.
-    `values` selects (cls, v, c): how many records (or persons) of class cls hold value v;
-    `sizes` is a relation or subquery (cls, n) of the class sizes (not always the sum of c: a
-    person holding several values counts once). Returns the rows per security level (when
-    `level_join` joins one as lv.level on v.v) with the largest share mx, the sum s of c * c / n
-    and the count cnt, and the baseline with no release: the most common value's share and the
-    mean confidence. One statement: v is computed once."""
-    level = "lv.level" if level_join else "NULL::int"
-    rows = db.rows(f"WITH v AS MATERIALIZED ({values}), t AS (SELECT v, sum(c) AS c FROM v GROUP BY 1), "
+    `values` selects (cls, v, c): how many records (or persons) of class cls hold value v, and
+    with `sized` the class size n too (else joined from `sizes`); `sizes` is a relation or
+    subquery (cls, n) of the class sizes (not always the sum of c: a person holding several
+    values counts once). Returns the rows per security level (`level`, an expression of x.v,
+    gives a value's level) with the largest share mx, the sum s of c * c / n and the count cnt,
+    and the baseline with no release: the most common value's share and the mean confidence.
+    One statement, aggregated per value before the levels are looked up (once per distinct
+    value): the (cls, v) rows are read once and never materialized."""
+    if sized:   # a class with a size is one with an id (`_attribute_bucketization`)
+        src, n, hit = f"({values}) a", "a.n", "a.cls IS NOT NULL"
+    else:
+        src, n, hit = f"({values}) a LEFT JOIN {sizes} g ON g.cls = a.cls", "g.n", "g.cls IS NOT NULL"
+    lv = (f"LEFT JOIN (SELECT x.v, {level} AS level FROM (SELECT DISTINCT v FROM r) x) lv ON lv.v = r.v"
+          if level else "")
+    # per value: t counts every row (the baseline), mx, s and cnt only rows of a sized class
+    rows = db.rows(f"WITH r AS (SELECT a.v, sum(a.c) AS t, max(a.c / {n}) AS mx, sum(a.c * a.c / {n}) AS s, "
+                   f"       sum(a.c) FILTER (WHERE {hit}) AS cnt, count(*) FILTER (WHERE {hit}) AS j "
+                   f"  FROM {src} GROUP BY 1), "
                    f"total AS (SELECT sum(n) AS n FROM {sizes} g), "
-                   f"b AS (SELECT max(c) / (SELECT n FROM total) AS bmx, "
-                   f"             sum(c * c) / ((SELECT n FROM total) * sum(c)) AS bs FROM t) "
-                   f"SELECT {level} AS level, max(v.c / g.n) AS mx, sum(v.c * v.c / g.n) AS s, sum(v.c) AS cnt, "
-                   f"       (SELECT bmx FROM b) AS bmx, (SELECT bs FROM b) AS bs "
-                   f"FROM v JOIN {sizes} g USING (cls) {level_join} GROUP BY 1 ORDER BY 1")
+                   f"b AS (SELECT max(t) / (SELECT n FROM total) AS bmx, "
+                   f"             sum(t * t) / ((SELECT n FROM total) * sum(t)) AS bs FROM r) "
+                   f"SELECT {'lv.level' if level else 'NULL::int'} AS level, max(r.mx) AS mx, sum(r.s) AS s, "
+                   f"       sum(r.cnt) AS cnt, (SELECT bmx FROM b) AS bmx, (SELECT bs FROM b) AS bs "
+                   f"FROM r {lv} WHERE r.j > 0 GROUP BY 1 ORDER BY 1")
     return rows, ((rows[0]["bmx"], rows[0]["bs"]) if rows else (None, None))
 
 
@@ -269,30 +287,32 @@ def _attribute_bucketization(db, ds, lay, out):
     promise = _promise_bucketization(ds, lay)
     lsl = lay.get("model") == "lsl"
     sizes = _class_sizes(db, f"SELECT group_id AS cls, sum(count)::float8 AS n FROM {st} GROUP BY 1")
+    # the ST's rows with their group's size, once: every SA's (group, value) counts then carry n
+    # instead of joining the sizes again (a million rows: a join per SA cost more than this copy)
+    cols = ", ".join(f"s.{I(sa)}" for sa in lay["sas"])
+    rows_n = _temp(db, ROWS_N, f"SELECT s.group_id, s.count, {cols}, g.n AS _pganon_n "
+                               f"FROM {st} s LEFT JOIN {sizes} g ON g.cls = s.group_id")
     for sa in lay["sas"]:
-        level = ""
-        if lsl:
-            # the effective level (pganon._effective_level), once per distinct value
-            level = (f"LEFT JOIN (SELECT x.v, pganon._effective_level({int(ds.id)}, {db.literal(sa)}, x.v) AS level "
-                     f"FROM (SELECT DISTINCT {I(sa)}::text AS v FROM {st}) x) lv ON lv.v = v.v")
-        rows, base = _value_shares(db, f"SELECT cls, x::text AS v, c FROM (SELECT group_id AS cls, {I(sa)} AS x, "
-                                       f"sum(count)::float8 AS c FROM {st} GROUP BY 1, 2) a", sizes, level_join=level)
+        # the effective level (pganon._effective_level), once per distinct value
+        level = f"pganon._effective_level({int(ds.id)}, {db.literal(sa)}, x.v)" if lsl else None
+        values = (f"SELECT cls, x::text AS v, c, n FROM (SELECT group_id AS cls, _pganon_n AS n, {I(sa)} AS x, "
+                  f"sum(count)::float8 AS c FROM {rows_n} GROUP BY 1, 2, 3) a")
+        rows, base = _value_shares(db, values, sizes, level=level, sized=True)
         _confidence_rows(out, sa, rows, base, promise)
-    _vector_bucketization(db, lay, out)
+    _vector_bucketization(db, lay, rows_n, out)
 
 
-def _vector_bucketization(db, lay, out):
+def _vector_bucketization(db, lay, rows_n, out):
     """The whole sensitive vector: the ST keeps a record's SA values together, so a target found
     by its QIs is narrowed to its group's vectors. Anatomy promises 1/l on the vector; L_sl and
-    the baselines with min_group m >= 2 promise 1/m (no group publishes one person's vector)."""
-    st, sas = lay["relations"]["st"], ", ".join(db.ident(s) for s in lay["sas"])
+    the baselines with min_group m >= 2 promise 1/m (no group publishes one person's vector).
+    `rows_n` is the ST's rows with their group's size _pganon_n (the sum of its vectors' c)."""
+    sas = ", ".join(db.ident(s) for s in lay["sas"])
     # vectors grouped by a 64-bit hash of the row: a collision only merges two vectors, which can
     # only raise the figure
-    r = db.one(f"WITH v AS (SELECT group_id, sum(count)::float8 AS c FROM {st} "
-               f"GROUP BY group_id, hash_record_extended(ROW({sas}), 0)), "
-               f"g AS (SELECT group_id, sum(c) AS n FROM v GROUP BY 1) "
-               f"SELECT max(v.c / g.n) AS mx, sum(v.c * v.c / g.n) / sum(v.c) AS mean, "
-               f"count(*) FILTER (WHERE v.c = g.n) AS whole FROM v JOIN g USING (group_id)")
+    r = db.one(f"SELECT max(c / n) AS mx, sum(c * c / n) / sum(c) AS mean, count(*) FILTER (WHERE c = n) AS whole "
+               f"FROM (SELECT _pganon_n AS n, sum(count)::float8 AS c FROM {rows_n} WHERE group_id IS NOT NULL "
+               f"      GROUP BY group_id, _pganon_n, hash_record_extended(ROW({sas}), 0)) v")
     if r["mx"] is None:
         return
     if lay.get("model") == "anatomy":
@@ -405,9 +425,12 @@ def _columns(db, relation):
 def _order(db, role, relation, out):
     """Rows out of content order: a physical order that is not a function of the content could
     carry the engine's order (the source's key order, the order groups were made)."""
-    cols = ", ".join(db.ident(c["name"]) for c in _columns(db, relation))
+    names = [c["name"] for c in _columns(db, relation)]
+    # the whole-row value (built once per row) compares like ROW(every column): column by column,
+    # dropped columns skipped; unless a column is called like the alias
+    row = "_pganon_row" if "_pganon_row" not in names else f"ROW({', '.join(map(db.ident, names))})"
     r = db.one(f"SELECT count(*) AS n, count(*) FILTER (WHERE prev > cur) AS bad FROM "
-               f"(SELECT ROW({cols}) AS cur, lag(ROW({cols})) OVER (ORDER BY ctid) AS prev FROM {relation}) x")
+               f"(SELECT {row} AS cur, lag({row}) OVER (ORDER BY ctid) AS prev FROM {relation} _pganon_row) x")
     n = int(r["n"])
     out.add("order", role, (int(r["bad"]) / max(n - 1, 1)) if n > 1 else 0.0,
             f"{int(r['bad'])} of {max(n - 1, 0)} consecutive rows of the {role} are out of content order",
