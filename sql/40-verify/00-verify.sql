@@ -42,6 +42,103 @@ BEGIN
   RETURN NEXT;
 END $$;
 
+CREATE OR REPLACE FUNCTION pganon._verify_st_pass(st regclass, sas jsonb, lsl boolean, lbase int, mg int, dataset_id int,
+  minn int, OUT bad bigint, OUT k bigint, OUT st_n numeric, OUT st_bad bigint, OUT st_hs numeric, OUT st_hg numeric,
+  OUT unsure bigint[], OUT odd bigint)
+LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp SET jit = off
+AS $$
+-- The ST checks of _verify_bucketization in one hash aggregate by group: each SA value has a code
+-- (L_sl: the values with a level in the catalog, the others take the default level's l; baseline:
+-- the ST's distinct values); a group sums count * l into one b-bit field per code of int4 words, and
+-- one add and mask per word tell whether some c * l exceeds n. A group goes to the exact form
+-- (unsure) when a field could overflow, a count is NULL or < 1, a value has no code, or three masks
+-- of row hashes do not show its SA vectors distinct. bad is NULL when the release does not suit this
+-- form (a type whose equality is not its text's, too many values); bad and k are tested for > 0 only.
+-- odd (anatomy): groups with n < minn or a vector counted twice where certain, and the NULL group.
+DECLARE
+  div boolean := lsl OR coalesce(lbase, 0) > 1; r record; cols jsonb := '{}'; cnt int := 0; x text; ord int;
+  lmax int := 2; b int := 6; p int; h int; words int := 0; codes int; arms text; marr text; kexp text := '';
+  wagg text := ''; wchk text := 'false'; vec text; isnul text := 'false'; unk text := 'false';
+BEGIN
+  SELECT string_agg(format(', st.%I', y), '' ORDER BY o) INTO vec FROM jsonb_array_elements_text(sas) WITH ORDINALITY AS s(y, o);
+  IF div THEN
+    -- codes compare values by their text: only types whose equality is that of their text
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements_text(sas) y JOIN pg_attribute a ON a.attrelid = st AND a.attname = y
+                 LEFT JOIN pg_collation c ON c.oid = a.attcollation
+                WHERE a.atttypid NOT IN ('text'::regtype, 'varchar'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+                   OR NOT coalesce(c.collisdeterministic, true)) THEN
+      RETURN;
+    END IF;
+    -- the values with their l, once per value (pganon._effective_level: its own level, else the default)
+    FOR r IN EXECUTE CASE WHEN lsl THEN format('SELECT s.column_name::text AS sa, s.value AS v, cl.l FROM pganon.security_level s
+        LEFT JOIN pganon.level_l cl ON cl.dataset_id = s.dataset_id AND cl.level = s.level WHERE s.dataset_id = %s
+        AND s.column_name::text IN (SELECT jsonb_array_elements_text(%L)) AND s.value IS NOT NULL ORDER BY 1, 2 LIMIT 401', dataset_id, sas)
+      ELSE format('SELECT d.sa, d.v, %s AS l FROM (SELECT %s FROM %s GROUP BY GROUPING SETS (%s)) d ORDER BY 1, 2 LIMIT 401',
+        lbase, (SELECT 'CASE' || string_agg(format(' WHEN GROUPING(%1$I) = 0 THEN %1$L', y), '') || ' END AS sa, CASE'
+                       || string_agg(format(' WHEN GROUPING(%1$I) = 0 THEN %1$I::text', y), '') || ' END AS v'
+                  FROM jsonb_array_elements_text(sas) y),
+        st, (SELECT string_agg(format('(%I)', y), ', ') FROM jsonb_array_elements_text(sas) y)) END LOOP
+      cnt := cnt + 1;
+      cols := jsonb_set(cols, ARRAY[r.sa], coalesce(cols->r.sa, '[]') || jsonb_build_array(jsonb_build_array(r.v, r.l)));
+      IF r.l > lmax THEN lmax := r.l; END IF;
+    END LOOP;
+    IF cnt > 400 THEN RETURN; END IF;
+    WHILE (1 << (b - 1)) - 1 < 10 * lmax AND b < 15 LOOP b := b + 1; END LOOP; h := 1 << (b - 1); p := 31 / b;
+    FOR x, ord IN SELECT y, o FROM jsonb_array_elements_text(sas) WITH ORDINALITY AS s(y, o) LOOP
+      -- code >= 0: a value with l > 1 (its field); -1: l <= 1, never violates; -2: no l; -3: no code (exact form)
+      SELECT string_agg(CASE WHEN e->>0 IS NULL THEN '' ELSE format(' WHEN %L THEN %s', e->>0,
+               CASE WHEN e->1 = 'null' THEN -2 WHEN (e->>1)::int <= 1 THEN -1 ELSE c - 1 END) END, '' ORDER BY o),
+             string_agg(format(',%s', (e->>1)::int << (b * ((c - 1) % p))::int), '' ORDER BY o) FILTER (WHERE c > 0),
+             max(CASE WHEN e->>0 IS NOT NULL THEN NULL WHEN e->1 = 'null' THEN -2 WHEN (e->>1)::int <= 1 THEN -1 ELSE c - 1 END)
+        INTO arms, marr, cnt
+        FROM (SELECT e, o, CASE WHEN e->1 <> 'null' AND (e->>1)::int > 1
+                                THEN count(*) FILTER (WHERE e->1 <> 'null' AND (e->>1)::int > 1) OVER (ORDER BY o) END AS c
+                FROM jsonb_array_elements(coalesce(cols->x, '[]')) WITH ORDINALITY AS z(e, o)) q;
+      -- a value without a code: L_sl, the default level's l decides it when it cannot violate
+      codes := -3;
+      IF lsl THEN   -- a NULL value never meets a level (the exact form joins on equality): -2
+        SELECT CASE WHEN cl.l IS NULL THEN -2 WHEN cl.l <= 1 THEN -1 ELSE -3 END, -2 INTO codes, cnt FROM (SELECT 1) o
+          LEFT JOIN pganon.level_l cl ON cl.dataset_id = _verify_st_pass.dataset_id AND cl.level = pganon._default_level(_verify_st_pass.dataset_id, x);
+      END IF;
+      kexp := kexp || format(', CASE WHEN st.%1$I IS NULL THEN %2$s ELSE CASE st.%1$I::text%3$s ELSE %4$s END END AS k%5$s',
+                             x, coalesce(cnt, -3), coalesce(arms, ''), codes, ord);
+      isnul := isnul || format(' OR k%s = -2', ord); unk := unk || format(' OR k%s = -3', ord);
+      FOR w IN 0 .. coalesce((length(marr) - length(replace(marr, ',', '')) - 1) / p, -1) LOOP
+        words := words + 1;
+        wagg := wagg || format(', sum(CASE WHEN count BETWEEN 1 AND %1$s THEN count * (''{%2$s}''::int4[])[k%3$s + 1] END) FILTER (WHERE k%3$s >= %4$s AND k%3$s < %5$s) AS w%6$s',
+                               (h - 1) / lmax, substr(marr, 2), ord, w * p, (w + 1) * p, words);
+        wchk := wchk || format(' OR (coalesce(w%s, 0) + (%s - n) * %s) & %s <> 0', words, h - 1,
+                               (SELECT sum(1::bigint << (b * f)) FROM generate_series(0, p - 1) f),
+                               (SELECT sum(1::bigint << (b * f + b - 1)) FROM generate_series(0, p - 1) f));
+      END LOOP;
+    END LOOP;
+    IF words > 16 THEN RETURN; END IF;   -- a long CASE per row and many sums: the exact form is as fast
+  END IF;
+  EXECUTE format(
+    'SELECT count(*) FILTER (WHERE cert AND CASE WHEN cert THEN %1$s END),
+            count(*) FILTER (WHERE certv AND cmax::int8 * %2$s > n), coalesce(sum(n), 0), coalesce(sum(nbad), 0)::bigint,
+            coalesce(sum(hs1), 0) + coalesce(sum(hs2), 0), coalesce(sum(hashint8extended(group_id, 11)::numeric * n), 0),
+            array_agg(group_id) FILTER (WHERE group_id IS NOT NULL AND NOT (cert AND certv)),
+            count(*) FILTER (WHERE group_id IS NULL OR (certv AND cmax > 1) OR n < %10$s)
+       FROM (SELECT *, cn = r AND cmin >= 1 AND NOT unk%3$s AS cert,
+                    cn = r AND cmin >= 1 AND (o1 = s1 OR o2 = s2 OR o3 = s3) AS certv
+               FROM (SELECT group_id, sum(count) AS n, count(*) AS r, count(count) AS cn, min(count) AS cmin, max(count) AS cmax,
+                            count(*) FILTER (WHERE count IS NULL OR count < 1) AS nbad,
+                            bool_or(%4$s) AS isnul, bool_or(%5$s) AS unk%6$s,
+                            bit_or(1 << (hr & 31)::int) AS o1, sum(1 << (hr & 31)::int) AS s1,
+                            bit_or(1 << (hr >> 5 & 31)::int) AS o2, sum(1 << (hr >> 5 & 31)::int) AS s2,
+                            bit_or(1 << (hr >> 10 & 31)::int) AS o3, sum(1 << (hr >> 10 & 31)::int) AS s3,
+                            sum(hr) FILTER (WHERE count IS NOT NULL) AS hs1, sum(hr::numeric * (count - 1)) FILTER (WHERE count <> 1) AS hs2
+                       FROM (SELECT st.group_id, st.count, hashint8extended(hash_record_extended(ROW(st.group_id%7$s), 7), 11) AS hr%8$s
+                               FROM %9$s st OFFSET 0) s
+                      GROUP BY group_id) g) c',
+    CASE WHEN div THEN 'isnul OR ' || wchk ELSE 'false' END, mg,
+    CASE WHEN words > 0 THEN format(' AND n * %s < %s', lmax, h) ELSE '' END, isnul, unk, wagg, vec, kexp, st, minn)
+    INTO bad, k, st_n, st_bad, st_hs, st_hg, unsure, odd;
+END $$;
+COMMENT ON FUNCTION pganon._verify_st_pass(regclass, jsonb, boolean, int, int, int, int) IS
+  'Internal: the ST checks of _verify_bucketization in one hash aggregate by group; the groups it cannot decide in unsure.';
+
 CREATE OR REPLACE FUNCTION pganon._verify_bucketization(lay jsonb, source regclass, source_rows bigint,
                                                         suppressed_rows bigint, dataset_id int)
 RETURNS TABLE ("check" text, passed boolean, detail text)
@@ -71,19 +168,30 @@ DECLARE
   sp record;
   sa_cols text;
   coltype text;
+  one text;
+  unsure bigint[];
 BEGIN
   -- 1. diversity of every group per sensitive attribute (Def 10/11, or Def 7/8 for the
-  -- baselines), on the ST's counts. One hash aggregate per SA (parallel-safe branches); values
-  -- whose l is 1 can never violate (c * 1 <= n), so they are not aggregated.
+  -- baselines), on the ST's counts; values whose l is 1 can never violate (c * 1 <= n).
   -- Anatomy promises more on the SA vector: at least l rows per group, no vector twice.
   IF lay->>'model' = 'anatomy' THEN
+    -- the ST sums too (2-4 below); the exact statements run only when a group is not shown to pass
+    SELECT x.st_n, x.st_bad, x.st_hs, x.st_hg, x.odd, x.unsure INTO st_n, st_bad, st_hs, st_hg, k, unsure
+      FROM pganon._verify_st_pass(st, lay->'sas', false, NULL, 1, dataset_id, lbase) x;
+    bad := 0;
     SELECT string_agg(format('%I', x), ', ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
-    EXECUTE format(
-      'SELECT count(*) FILTER (WHERE c > 1), min(format(''group %%s holds a sensitive vector %%s times'', group_id, c))
-         FROM (SELECT group_id, sum(count) AS c FROM %s GROUP BY group_id, %s) v', st, sa_cols) INTO bad, ex;
-    EXECUTE format('SELECT count(*), min(format(''group %%s has %%s rows'', group_id, n))
-                      FROM (SELECT group_id, sum(count) AS n FROM %s GROUP BY 1) g WHERE n < %s', st, lbase)
-      INTO k, detail;
+    IF k = 0 AND unsure IS NOT NULL THEN   -- the groups whose vectors the pass could not tell apart
+      EXECUTE format('SELECT count(*) FROM (SELECT sum(count) AS c FROM %s WHERE group_id::bigint = ANY ($1)
+                        GROUP BY group_id, %s) v WHERE c > 1', st, sa_cols) INTO k USING unsure;
+    END IF;
+    IF k > 0 THEN
+      EXECUTE format(
+        'SELECT count(*) FILTER (WHERE c > 1), min(format(''group %%s holds a sensitive vector %%s times'', group_id, c))
+           FROM (SELECT group_id, sum(count) AS c FROM %s GROUP BY group_id, %s) v', st, sa_cols) INTO bad, ex;
+      EXECUTE format('SELECT count(*), min(format(''group %%s has %%s rows'', group_id, n))
+                        FROM (SELECT group_id, sum(count) AS n FROM %s GROUP BY 1) g WHERE n < %s', st, lbase)
+        INTO k, detail;
+    END IF;
     "check" := 'anatomy'; passed := bad = 0 AND k = 0;
     detail := CASE WHEN passed THEN format('every group has at least %s rows with pairwise distinct sensitive vectors', lbase)
                    WHEN bad > 0 THEN format('%s repeated vector(s), e.g. %s', bad, ex)
@@ -103,12 +211,10 @@ BEGIN
                        WHERE %s > 1 GROUP BY 1, 3', x, x, coalesce(lbase, 0), st, coalesce(lbase, 0)) END,
                     ' UNION ALL ') INTO sa_cols FROM jsonb_array_elements_text(lay->'sas') x;
   IF lay->>'model' IS DISTINCT FROM 'anatomy' THEN
-    -- One pass over the ST for the diversity, min_group and sums 2-4 below: each row carries its
-    -- group's size and, from windows over its group (one sort; the others incremental), the
-    -- count of its value of each SA and of its whole vector, with the value's l from a small map
-    -- (one per (SA, distinct value), from one grouping-sets pass). A row flags the pair it belongs
-    -- to, so a check passes here iff it passes the exact statements, which run only to describe
-    -- a failure.
+    -- The exact one-pass form of the diversity, min_group and sums 2-4 below, over the ST or over
+    -- some of its groups ($1): each row carries its group's size and, from windows over its group,
+    -- the count of its value of each SA and of its whole vector, with the value's l from a small map
+    -- (one per (SA, distinct value)); a row flags the pair it belongs to.
     SELECT string_agg(format(', sum(st.count) OVER (PARTITION BY st.group_id, st.%I) AS c%s', x, ord)
                       || CASE WHEN lsl THEN format(', l%s.l AS l%s', ord, ord) ELSE '' END, '' ORDER BY ord),
            string_agg(format(' LEFT JOIN lv l%1$s ON l%1$s.sa = %2$L AND l%1$s.v = st.%3$I::text', ord, x, x), '' ORDER BY ord),
@@ -120,21 +226,31 @@ BEGIN
            string_agg(format(', st.%I', x), '' ORDER BY ord)
       INTO gt_cols, src_cols, contain, gsel, sa, ex, detail
       FROM jsonb_array_elements_text(lay->'sas') WITH ORDINALITY AS y(x, ord);
-    EXECUTE format(
-      'WITH %1$s w AS (SELECT st.group_id, st.count, sum(st.count) OVER (PARTITION BY st.group_id) AS n%2$s,
+    one := format(
+      'WITH s0 AS NOT MATERIALIZED (SELECT * FROM %4$s%8$s), %1$s w AS (SELECT st.group_id, st.count, sum(st.count) OVER (PARTITION BY st.group_id) AS n%2$s,
                          sum(st.count) OVER (PARTITION BY st.group_id%3$s) AS cv,
                          hashint8extended(hash_record_extended(ROW(st.group_id%3$s), 7), 11)::numeric * st.count AS hs
-                    FROM %4$s st%5$s)
+                    FROM s0 st%5$s)
        SELECT count(*) FILTER (WHERE group_id IS NOT NULL AND (false%6$s)), count(*) FILTER (WHERE group_id IS NOT NULL AND cv * %7$s > n),
               coalesce(sum(count), 0), count(*) FILTER (WHERE count IS NULL OR count < 1), coalesce(sum(hs), 0),
               coalesce(sum(hashint8extended(group_id, 11)::numeric * count), 0) FROM w',
       CASE WHEN lsl THEN format('lv AS MATERIALIZED (SELECT d.sa, d.v, cl.l FROM (SELECT CASE%1$s END AS sa, CASE%2$s END AS v
-                                  FROM %3$s GROUP BY GROUPING SETS (%4$s)) d LEFT JOIN pganon.level_l cl
+                                  FROM s0 GROUP BY GROUPING SETS (%4$s)) d LEFT JOIN pganon.level_l cl
                                     ON cl.dataset_id = %5$s AND cl.level = pganon._effective_level(%5$s, d.sa, d.v)),',
                                 sa, ex, st, gsel, dataset_id) ELSE '' END,
       CASE WHEN lsl OR lbase > 1 THEN gt_cols ELSE '' END, detail, st,
-      CASE WHEN lsl THEN src_cols ELSE '' END, CASE WHEN lsl OR lbase > 1 THEN contain ELSE '' END, mg)
-      INTO bad, k, st_n, st_bad, st_hs, st_hg;
+      CASE WHEN lsl THEN src_cols ELSE '' END, CASE WHEN lsl OR lbase > 1 THEN contain ELSE '' END, mg, ' WHERE $2 OR group_id::bigint = ANY ($1)');
+    -- one hash aggregate by group decides the groups it can (pganon._verify_st_pass); the exact
+    -- form the others, or the whole ST when the release does not suit the aggregate. A check
+    -- passes iff it passes the exact statements, which run only to describe a failure.
+    SELECT x.bad, x.k, x.st_n, x.st_bad, x.st_hs, x.st_hg, x.unsure INTO bad, k, st_n, st_bad, st_hs, st_hg, unsure
+      FROM pganon._verify_st_pass(st, lay->'sas', lsl, lbase, mg, dataset_id, 1) x;
+    IF bad IS NULL THEN
+      EXECUTE one INTO bad, k, st_n, st_bad, st_hs, st_hg USING NULL::bigint[], true;
+    ELSIF unsure IS NOT NULL THEN
+      EXECUTE one INTO m, n USING unsure, false;
+      bad := bad + m; k := k + n;
+    END IF;
     gt_cols := ''; src_cols := ''; contain := 'true'; gsel := '';
   END IF;
   IF lay->>'model' IS DISTINCT FROM 'anatomy' AND bad > 0 THEN
@@ -194,12 +310,6 @@ BEGIN
   END LOOP;
   SELECT string_agg(format(', %I', x), ''), string_agg(format(', s.%I', x), '') INTO sa_cols, ex
     FROM jsonb_array_elements_text(lay->'sas') x;
-  IF lay->>'model' = 'anatomy' THEN   -- the others summed the ST in their one pass above
-    EXECUTE format('SELECT coalesce(sum(count), 0), count(*) FILTER (WHERE count IS NULL OR count < 1),
-                           coalesce(sum(hashint8extended(hash_record_extended(ROW(group_id%1$s), 7), 11)::numeric * count), 0),
-                           coalesce(sum(hashint8extended(group_id, 11)::numeric * count), 0) FROM %2$s', sa_cols, st)
-      INTO st_n, st_bad, st_hs, st_hg;
-  END IF;
   EXECUTE format('SELECT count(*), coalesce(sum(hashint8extended(hash_record_extended(ROW(group_id%1$s), 7), 11)), 0),
                          coalesce(sum(hashint8extended(group_id, 11)), 0) FROM %2$s', gt_cols, gt)
     INTO gt_n, gt_hq, gt_hg;
@@ -215,12 +325,10 @@ BEGIN
                     FROM %4$s m LEFT JOIN %5$s s ON s.%1$I = m.%1$I', keycol, src_cols, ex, map, source,
                  CASE WHEN count_keys THEN format('count(DISTINCT m.%I)', keycol) ELSE 'count(*)' END)
     INTO n, m, bad, src_hq, src_hs, src_hg;
-
   "check" := 'gt_st_agree'; passed := gt_n = st_n AND gt_hg = st_hg;
   detail := CASE WHEN passed THEN 'GT and ST have the same groups and group sizes'
                  ELSE format('GT (%s rows) and ST (%s records) differ in their groups or group sizes', gt_n, st_n) END;
   RETURN NEXT;
-
   -- every source row is published once or counted as suppressed
   "check" := 'partition';
   passed := n = m AND n = gt_n AND n + suppressed_rows = source_rows AND bad = 0;
