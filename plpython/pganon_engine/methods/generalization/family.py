@@ -562,6 +562,7 @@ def materialize(db, ds, p, rel):
         db.run(f"CREATE TEMP TABLE _pganon_granges ON COMMIT DROP AS SELECT m.class_id, {', '.join(aggs)} "
                f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.class_id")
         joins += " JOIN pg_temp._pganon_granges r USING (class_id)"
+        p["numbering_ids"] = {"class_id": ("pg_temp._pganon_granges", "class_id")}   # one row per class of the GT
     if node_cols:
         joins += f" JOIN {CLASSES} n USING (class_id)"
     sas = ", ".join(f"s.{I(a)}" for a in p["sas"])
@@ -569,7 +570,8 @@ def materialize(db, ds, p, rel):
     order = "" if p.get("renumbered") else " ORDER BY m.class_id"
     db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.class_id, {', '.join(cells)}, {sas} "
            f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}){joins}{order}")
-    db.run(f"ANALYZE {rel['gt']}")
+    if not p.get("renumbered"):   # numbering.apply analyzes the copy it makes
+        db.run(f"ANALYZE {rel['gt']}")
 
 
 # --------------------------------------------------------------------------------------------
