@@ -100,8 +100,8 @@ BEGIN
         SELECT CASE WHEN cl.l IS NULL THEN -2 WHEN cl.l <= 1 THEN -1 ELSE -3 END, -2 INTO codes, cnt FROM (SELECT 1) o
           LEFT JOIN pganon.level_l cl ON cl.dataset_id = _verify_st_pass.dataset_id AND cl.level = pganon._default_level(_verify_st_pass.dataset_id, x);
       END IF;
-      kexp := kexp || format(', CASE WHEN st.%1$I IS NULL THEN %2$s ELSE CASE st.%1$I::text%3$s ELSE %4$s END END AS k%5$s',
-                             x, coalesce(cnt, -3), coalesce(arms, ''), codes, ord);
+      kexp := kexp || format(', CASE WHEN st.%1$I IS NULL THEN %2$s ELSE %3$s END AS k%4$s', x, coalesce(cnt, -3),   -- no arm: every value uncoded
+                             CASE WHEN coalesce(arms, '') = '' THEN codes::text ELSE format('CASE st.%I::text%s ELSE %s END', x, arms, codes) END, ord);
       isnul := isnul || format(' OR k%s = -2', ord); unk := unk || format(' OR k%s = -3', ord);
       FOR w IN 0 .. coalesce((length(marr) - length(replace(marr, ',', '')) - 1) / p, -1) LOOP
         words := words + 1;

@@ -155,3 +155,20 @@ def test_anatomy_runs_the_exact_statements_only_on_a_failure(conn, name):
     assert not passed and detail.startswith("1 repeated vector(s), e.g. group ")   # e.g.: the least of all (group, vector)
     conn.execute(f"DELETE FROM {st} WHERE group_id = %s", (group,))
     assert checks(conn, rid)["anatomy"][0]   # the exact statements pass it again
+
+
+def test_an_sa_with_only_a_default_level_has_no_coded_value(conn, name):
+    """An SA whose values all take the attribute's default level (README's `treatment`) gives the
+    pass no value to code: its column is uncoded as a whole (this once built `CASE x ELSE ..`,
+    a syntax error), the release verifies, and a violation in the other SA is still found."""
+    make(conn, name)
+    conn.execute("DELETE FROM pganon.security_level s USING pganon.dataset d WHERE d.id = s.dataset_id "
+                 "AND d.name = %s AND s.column_name = 'job'", (name,))
+    conn.execute("SELECT pganon.set_default_level(%s, 'job', 1)", (name,))
+    rid = publish(conn, name, "mmdcf_mslf", d=2, queries=0)
+    assert all(p for p, _ in checks(conn, rid).values())
+    st = conn.execute("SELECT layout->'relations'->>'st' FROM pganon.release WHERE id = %s", (rid,)).fetchone()[0]
+    group = conn.execute(f"SELECT group_id FROM {st} GROUP BY 1 HAVING count(*) >= 2 ORDER BY 1 LIMIT 1").fetchone()[0]
+    conn.execute(f"UPDATE {st} SET \"dis ease\" = 'hiv' WHERE group_id = %s", (group,))
+    passed, detail = checks(conn, rid)["lsl_diversity"]
+    assert not passed and "dis ease=hiv" in detail
