@@ -498,7 +498,7 @@ def test_load_without_pganon_installed_changes_nothing(conn):
 def test_load_unknown_dataset_names_the_known_ones(conn):
     with pytest.raises(DatasetError, match="unknown dataset 'adults'") as e:
         ds.load(conn, "adults")
-    assert e.value.hint == "known datasets: adult, adult_model, adult_synthetic, ck_table1, informs_synthetic, nmes, rwm5yr, table1"
+    assert e.value.hint == "known datasets: adult, adult_model, adult_synthetic, ck_table1, informs_synthetic, nmes, rwm5yr, table1, wide_zip"
 
 
 def test_load_declares_nmes_and_an_mmdcf_mslf_release_at_d3_verifies(fresh_dsn):
