@@ -70,6 +70,7 @@ from pganon_engine.metrics import infoloss, utility
 from pganon_engine.models import predicates as models
 
 from . import gaa as gaa_engine, mondrian_cuts, mondrian_predicates, mondrian_schema, mondrian_sql
+from .class_numbering import number_classes, vector_ranges
 
 METHODS = {"gaa": "gaa", "mondrian": "mondrian"}
 PROTECTS_PERSONS = True  # R1, R2: with a person column k and the privacy model count persons
@@ -175,12 +176,10 @@ def build(db, ds, p, rel, phases):
         raise invalid(f"k = {p['k']} is larger than the table ({source_rows} rows)", hint="lower k")
     _refuse_impossible(db, ds, p, source_rows)
     p["hierarchies"] = _hierarchies(db, ds, p)
-    if p["kind"] == "gaa":
-        phases.run("plan", plan_gaa, db, ds, p)
-        phases.run("assign", assign_gaa, db, ds, p, rel)
-    else:
-        phases.run("plan", plan_mondrian, db, ds, p)
-        phases.run("assign", assign_mondrian, db, ds, p, rel)
+    plan, assign = (plan_gaa, assign_gaa) if p["kind"] == "gaa" else (plan_mondrian, assign_mondrian)
+    phases.run("plan", plan, db, ds, p)
+    phases.run("renumber", number_classes, db, p)
+    phases.run("assign", assign, db, ds, p, rel)
     phases.run("materialize", materialize, db, ds, p, rel)
     return source_rows, p["n_classes"]
 
@@ -295,9 +294,12 @@ def assign_gaa(db, ds, p, rel):
     res, tuples = p["plan"]["result"], p["plan"]["tuples"]
     m = len(qis)
     cols = [[t[j] for t in tuples] for j in range(m)]
+    class_of = res.class_of
+    if p.get("numbered"):   # the random ids (`number_classes`)
+        class_of = np.asarray(p["class_ids"], dtype=np.int64)[np.asarray(class_of, dtype=np.int64) - 1].tolist()
     db.run("CREATE TEMP TABLE _pganon_tclass ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
            + "".join(f", ${j + 2}::text[]" for j in range(m)) + ") AS u(class_id"
-           + "".join(f", q{j}" for j in range(m)) + ")", [res.class_of] + cols, ["int4[]"] + ["text[]"] * m)
+           + "".join(f", q{j}" for j in range(m)) + ")", [class_of] + cols, ["int4[]"] + ["text[]"] * m)
     on = " AND ".join(f"s.{I(c)}::text = t.q{j}" for j, c in enumerate(qis))
     db.run(f"CREATE TABLE {rel['map']} AS SELECT s.{I(ds.key)}, t.class_id FROM {SNAP} s "
            f"JOIN pg_temp._pganon_tclass t ON {on}")
@@ -309,10 +311,11 @@ def _class_labels(db, p, class_nodes, columns):
     """The class table (class_id, one hierarchy label per column) the GT joins to."""
     hs = [p["hierarchies"][c] for c in columns]
     labels = [[hs[j].labels[t[j]] for t in class_nodes] for j in range(len(columns))]
+    ids = p["class_ids"] if p.get("numbered") else list(range(1, len(class_nodes) + 1))
     db.run("CREATE TEMP TABLE _pganon_classes ON COMMIT DROP AS SELECT * FROM unnest($1::int4[]"
            + "".join(f", ${j + 2}::text[]" for j in range(len(columns))) + ") AS u(class_id"
            + "".join(f", n{j}" for j in range(len(columns))) + ")",
-           [list(range(1, len(class_nodes) + 1))] + labels, ["int4[]"] + ["text[]"] * len(columns))
+           [ids] + labels, ["int4[]"] + ["text[]"] * len(columns))
 
 
 def _finish_map(db, ds, rel):
@@ -497,8 +500,9 @@ def assign_mondrian(db, ds, p, rel):
         # product of the per-code selectivities made the planner expect one row and loop
         rows = (f"SELECT s.{I(ds.key)} AS _k, {', '.join(f'd{j}.code AS c{j}' for j in range(len(doms)))} "
                 f"FROM {SNAP} s {_code_joins(db, p, doms)} OFFSET 0")
+        vc = p.get("mondrian_vclass") or mondrian_sql.vector_classes(db, p["mondrian_schema"])
         db.run(f"CREATE TABLE {rel['map']} AS SELECT r._k AS {I(ds.key)}, x.class_id FROM ({rows}) r "
-               f"JOIN {mondrian_sql.vector_classes(db, p['mondrian_schema'])} x ON {on}{order}")
+               f"JOIN {vc} x ON {on}{order}")
     else:
         db.run(f"CREATE TABLE {rel['map']} AS {mondrian_sql.map_select(I(ds.key))}")
     _finish_map(db, ds, rel)
@@ -556,21 +560,31 @@ def materialize(db, ds, p, rel):
     key = I(ds.key)
     node_cols = [q["column"] for q in p["qis"] if _cell_form(p, q) == "node"]
     coltypes.refuse_top(db, SNAP, [q for q in p["qis"] if _cell_form(p, q) == "range"])
-    aggs, cells = cell_sql(db, p["qis"], [_cell_form(p, q) for q in p["qis"]], node_cols)
+    forms = [_cell_form(p, q) for q in p["qis"]]
+    aggs, cells = cell_sql(db, p["qis"], forms, node_cols)
     joins = ""
     if aggs:
-        db.run(f"CREATE TEMP TABLE _pganon_granges ON COMMIT DROP AS SELECT m.class_id, {', '.join(aggs)} "
-               f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.class_id")
+        db.run("CREATE TEMP TABLE _pganon_granges ON COMMIT DROP AS " + (vector_ranges(db, p, forms) or (
+            f"SELECT m.class_id, {', '.join(aggs)} FROM {rel['map']} m JOIN {SNAP} s USING ({key}) GROUP BY m.class_id")))
         joins += " JOIN pg_temp._pganon_granges r USING (class_id)"
         p["numbering_ids"] = {"class_id": ("pg_temp._pganon_granges", "class_id")}   # one row per class of the GT
     if node_cols:
         joins += f" JOIN {CLASSES} n USING (class_id)"
+        if p.get("numbered"):   # else the planner hashes the rows, not the classes ('creation': as before)
+            db.run(f"ANALYZE {CLASSES}")
     sas = ", ".join(f"s.{I(a)}" for a in p["sas"])
-    # numbering 'random' rewrites the GT in content order anyway (p["renumbered"])
-    order = "" if p.get("renumbered") else " ORDER BY m.class_id"
+    # numbering 'random': with the random ids in the map (p["numbered"]) the GT is written once in
+    # content order (as `numbering.apply` rewrites it: by every column; the QI cells are the
+    # class's, so class_id and the SAs order alike), else unordered for the renumber step to
+    # rewrite (p["renumbered"]); 'creation' keeps the engine's class order
+    numbered = bool(p.get("numbered"))
+    if numbered:
+        order = f" ORDER BY m.class_id{''.join(f', s.{I(a)}' for a in p['sas'])}"
+    else:
+        order = "" if p.get("renumbered") else " ORDER BY m.class_id"
     db.run(f"CREATE TABLE {rel['gt']} AS SELECT m.class_id, {', '.join(cells)}, {sas} "
            f"FROM {rel['map']} m JOIN {SNAP} s USING ({key}){joins}{order}")
-    if not p.get("renumbered"):   # numbering.apply analyzes the copy it makes
+    if numbered or not p.get("renumbered"):   # numbering.apply analyzes the copy it makes
         db.run(f"ANALYZE {rel['gt']}")
 
 
