@@ -5,9 +5,11 @@ The pipeline steps for this family, each set-based except `plan`:
   snapshot     source columns -> temp table; NULL / empty / duplicate-key checks (core.snapshot)
   buckets      one row per distinct SA vector (first-appearance order = min key), codes, levels
   plan         bucketize.plan() on bucket counts only (memory ~ buckets + plan runs, not rows)
-  assign       runs -> (key, group_id) by matching each row's rank inside its bucket
+  assign       runs -> (key, group_id) by matching each row's rank inside its bucket; the ST's
+               (group, bucket, count) rows computed from the same runs (`st_counts`)
   materialize  GT (group_id, QIs exact or generalized per group; spec §4.2's QIT), ST
-               (group_id, SA vector, count), and the level table (the l promised per value)
+               (group_id, SA vector, count; from those rows, or with qi_order an aggregate
+               over the map), and the level table (the l promised per value)
   measure      AIL, SR (Defs 14-15), NCP of the per-group generalized QIs (spec 004 §4.1)
 
 min_group m (default 2; 1 is the paper's setting, needed to reproduce its fixtures and claims).
@@ -275,6 +277,7 @@ def assign(db, ds, p, the_plan, rel, sizes):
         _assign_qi_order(db, ds, p, the_plan, rel, gid)
     else:
         _assign_fifo(db, ds, the_plan, rel, sizes, gid)
+        p["st_rows"] = st_counts(the_plan, sizes)   # the ST's rows, for materialize
     db.run(f"ALTER TABLE {rel['map']} ADD PRIMARY KEY ({db.ident(ds.key)})")
     db.run(f"ANALYZE {rel['map']}")
     if p.get("numbered"):
@@ -334,6 +337,27 @@ def _assign_fifo(db, ds, the_plan, rel, sizes, gid=None):
            "LATERAL (SELECT width_bucket((b.off + u.o - 1)::int, r.s)) AS w(i) "
            "WHERE w.i > 0 AND b.off + u.o - 1 < r.s[w.i] + r.c[w.i]",
            [pg_array(start[order]), pg_array(rg[order]), pg_array(rc[order])], ["text", "text", "text"])
+
+
+def st_counts(the_plan, sizes):
+    """The ST's (group, bucket, count) rows computed from the plan, exactly as `_assign_fifo`
+    deals the records out (position off + rank on the global axis, the last run starting at or
+    before it, inside its count), so the ST needs no aggregate over the row-sized map. Groups
+    are the plan's (before numbering); rows in (group, bucket) order."""
+    rb, rs, rg, rc = run_columns(the_plan)
+    size = np.asarray(sizes, dtype=np.int64)
+    offsets = np.cumsum(size) - size
+    start = offsets[rb] + rs
+    order = np.argsort(start, kind="stable")
+    s, g, c = start[order], rg[order], rc[order]
+    pos = np.arange(int(size.sum()), dtype=np.int64)
+    bucket = np.repeat(np.arange(len(size), dtype=np.int64), size)
+    i = np.searchsorted(s, pos, side="right") - 1   # width_bucket: the last start <= pos
+    ok = i >= 0
+    ok[ok] = pos[ok] < s[i[ok]] + c[i[ok]]
+    group = g[i[ok]] + (pos[ok] - s[i[ok]])
+    pair, count = np.unique(group * len(size) + bucket[ok], return_counts=True)
+    return pair // len(size), pair % len(size), count
 
 
 def _assign_qi_order(db, ds, p, the_plan, rel, gid=None):
@@ -424,7 +448,10 @@ def materialize(db, ds, p, rel):
     p["numbering_ids"] = {"group_id": (GROUPS, "group_id")}   # one row per group of the GT
     sa_sel = ", ".join("b." + I(c) for c in sas)
     counts = f"(SELECT group_id, bucket, count(*)::int AS count FROM {rel['map']} GROUP BY 1, 2) x"
-    if unordered:
+    st_rows = p.pop("st_rows", None)
+    if st_rows is not None:
+        _st_from_rows(db, p, rel, st_rows, sa_sel, numbered, unordered)
+    elif unordered:
         db.run(f"CREATE TABLE {rel['st']} AS SELECT x.group_id, {sa_sel}, x.count "
                f"FROM {counts} JOIN {BUCKET} b ON b._pganon_bucket = x.bucket")
     else:
@@ -452,6 +479,36 @@ def materialize(db, ds, p, rel):
     for suffix in analyzed:
         if not (unordered and suffix in ("gt", "st")):   # renumber analyzes its copies
             db.run(f"ANALYZE {rel[suffix]}")
+
+
+def _int_array(db, query):
+    """One integer array column read as a single text value (no per-element conversion)."""
+    text = db.one(f"SELECT ({query})::text AS a")["a"]
+    return np.array(text[1:-1].split(",") if text and text != "{}" else [], dtype=np.int64)
+
+
+def _st_from_rows(db, p, rel, st_rows, sa_sel, numbered, unordered):
+    """The ST from the (group, bucket, count) rows `st_counts` derived from the plan: sorted here
+    into the order the aggregate over the map gave (group, then count descending with
+    'creation', then the vector's rank in value order; random ids: group, rank), so the server
+    only joins the small bucket table and keeps that order."""
+    g, b, c = st_rows
+    if numbered:
+        g = _int_array(db, f"SELECT array_agg(new ORDER BY old) FROM {PERM}")[g]
+    order = ""
+    if not unordered:
+        db.run(f"CREATE TEMP TABLE _pganon_vrank ON COMMIT DROP AS SELECT b._pganon_bucket AS bucket, "
+               f"(row_number() OVER (ORDER BY {sa_sel}))::int AS vrank FROM {BUCKET} b")
+        vrank = _int_array(db, "SELECT array_agg(vrank ORDER BY bucket) FROM pg_temp._pganon_vrank")[b]
+        keys = (vrank, g) if numbered else (vrank, -c, g)
+        o = np.lexsort(keys)
+        g, b, c = g[o], b[o], c[o]
+        order = " ORDER BY u.o"
+    # bucket and count packed in one int8 (both below 2^31): the server parses 2 arrays, not 3
+    db.run(f"CREATE TABLE {rel['st']} AS SELECT u.g AS group_id, {sa_sel}, (u.v & 4294967295)::int AS count "
+           "FROM unnest($1::text::int4[], $2::text::int8[]) WITH ORDINALITY AS u(g, v, o) "
+           f"JOIN {BUCKET} b ON b._pganon_bucket = (u.v >> 32)::int{order}",
+           [pg_array(g), pg_array((b << 32) | c)], ["text", "text"])
 
 
 def build(db, ds, p, rel, phases):
