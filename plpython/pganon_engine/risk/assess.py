@@ -214,6 +214,7 @@ def _promise_bucketization(ds, lay):
 
 SIZES = "pg_temp._pganon_risk_sizes"
 ROWS_N = "pg_temp._pganon_risk_rows"
+JOINT = "pg_temp._pganon_risk_joint"
 
 
 def _temp(db, name, query):
@@ -337,8 +338,22 @@ def _attribute_record_gt(db, lay, out):
     cls = f"hash_record_extended(ROW({', '.join(map(I, qcols))}), 0)" if qcols else "0::int8"
     persons = lay["family"] == "person"
     who = "count(DISTINCT id_num)" if persons else "count(*)"
-    sizes = _class_sizes(db, f"SELECT {cls} AS cls, {who}::float8 AS n FROM {gt} GROUP BY 1")
     promise = _promise_record_gt(lay)
+    if not persons and lay.get("gt_rows") != "person" and lay["sas"]:
+        # one pass over the GT: its rows counted by (class, every SA); each SA's (class, value)
+        # counts and the class sizes then come from this (far smaller) table
+        sas = list(lay["sas"])
+        cols = ", ".join(f"{I(sa)} AS s{i}" for i, sa in enumerate(sas))
+        joint = _temp(db, JOINT, f"SELECT {cls} AS _pganon_cls, {cols}, count(*)::float8 AS _pganon_c FROM {gt} "
+                                 f"GROUP BY {', '.join(str(i + 1) for i in range(len(sas) + 1))}")
+        sizes = _class_sizes(db, f"SELECT _pganon_cls AS cls, sum(_pganon_c) AS n FROM {joint} GROUP BY 1")
+        for i, sa in enumerate(sas):
+            values = (f"SELECT cls, x::text AS v, c FROM (SELECT _pganon_cls AS cls, s{i} AS x, sum(_pganon_c) AS c "
+                      f"FROM {joint} GROUP BY 1, 2) a")
+            rows, base = _value_shares(db, values, sizes)
+            _confidence_rows(out, sa, rows, base, {None: promise}, "records")
+        return
+    sizes = _class_sizes(db, f"SELECT {cls} AS cls, {who}::float8 AS n FROM {gt} GROUP BY 1")
     for sa in lay["sas"]:
         if lay.get("gt_rows") == "person":   # one_m: a text[] of generalized values per person
             values = (f"SELECT cls, v, count(DISTINCT id_num)::float8 AS c FROM (SELECT {cls} AS cls, g.id_num, "
@@ -429,8 +444,15 @@ def _order(db, role, relation, out):
     # the whole-row value (built once per row) compares like ROW(every column): column by column,
     # dropped columns skipped; unless a column is called like the alias
     row = "_pganon_row" if "_pganon_row" not in names else f"ROW({', '.join(map(db.ident, names))})"
-    r = db.one(f"SELECT count(*) AS n, count(*) FILTER (WHERE prev > cur) AS bad FROM "
-               f"(SELECT {row} AS cur, lag({row}) OVER (ORDER BY ctid) AS prev FROM {relation} _pganon_row) x")
+    # first in the order the scan returns the rows, without sorting them: when every row's ctid
+    # exceeds its predecessor's that order is the physical one and the figure is exact; otherwise
+    # (a parallel or synchronized scan) the rows are sorted by ctid
+    r = db.one(f"SELECT count(*) AS n, count(*) FILTER (WHERE prev > cur) AS bad, count(*) FILTER (WHERE pt >= t) AS moved "
+               f"FROM (SELECT {row} AS cur, lag({row}) OVER w AS prev, ctid AS t, lag(ctid) OVER w AS pt "
+               f"      FROM {relation} _pganon_row WINDOW w AS ()) x")
+    if r["moved"]:
+        r = db.one(f"SELECT count(*) AS n, count(*) FILTER (WHERE prev > cur) AS bad FROM "
+                   f"(SELECT {row} AS cur, lag({row}) OVER (ORDER BY ctid) AS prev FROM {relation} _pganon_row) x")
     n = int(r["n"])
     out.add("order", role, (int(r["bad"]) / max(n - 1, 1)) if n > 1 else 0.0,
             f"{int(r['bad'])} of {max(n - 1, 0)} consecutive rows of the {role} are out of content order",
