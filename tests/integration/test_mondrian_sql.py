@@ -215,17 +215,23 @@ def test_release_equals_the_engine_run_on_the_whole_table(conn, mode, seed, thre
         got, _, _ = _release(conn, rid)
     finally:
         _drop(conn, name)
+    res = _reference(rows, 3, 2, seed, mode)
+    assert got == {r[0]: int(res.partition[i]) + 1 for i, r in enumerate(rows)}
+
+
+def _reference(rows, k, l, seed, mode="strict"):
+    """mondrian.partition on code arrays in key order (dense ranks of the QI values; the SA's
+    ranks when l is given), k-anonymity and distinct l-diversity; `rows` is sorted in place."""
     rows.sort()
     rank = lambda col: [sorted(set(col)).index(v) for v in col]  # noqa: E731 (dense rank - 1)
     cols = list(zip(*rows))
     qs = [np.asarray(rank(cols[i])) for i in (1, 2, 3, 4, 5)]
-    sa = [np.asarray(rank(cols[6]))]
+    sa = [np.asarray(rank(cols[6]))] if l is not None else []
     sc = ms.schema(["numeric", "ordinal", "numeric", "ordinal", "ordinal"], [int(q.max()) + 1 for q in qs],
                    values=[np.unique(cols[1]).astype(float), None, None, None, None],
-                   sa_sizes=[int(sa[0].max()) + 1], sa_names=["disease"], seed=seed)
-    pred = mp.all_of(mp.k_anonymity(3), mp.distinct_l_diversity(2, channels=[0]))
-    res = mo.partition(qs, sa, sc, pred, mode=mode)
-    assert got == {r[0]: int(res.partition[i]) + 1 for i, r in enumerate(rows)}
+                   sa_sizes=[int(sa[0].max()) + 1] if sa else [], sa_names=["disease"] if sa else None, seed=seed)
+    pred = mp.k_anonymity(k) if l is None else mp.all_of(mp.k_anonymity(k), mp.distinct_l_diversity(l, channels=[0]))
+    return mo.partition(qs, sa, sc, pred, mode=mode)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -246,16 +252,7 @@ def test_strict_code_vectors_give_the_row_partition(conn, n, seed, k, threshold,
         got, _, layout = _release(conn, rid)
     finally:
         _drop(conn, name)
-    rows.sort()
-    rank = lambda col: [sorted(set(col)).index(v) for v in col]  # noqa: E731 (dense rank - 1)
-    cols = list(zip(*rows))
-    qs = [np.asarray(rank(cols[i])) for i in (1, 2, 3, 4, 5)]
-    sa = [np.asarray(rank(cols[6]))] if l is not None else []
-    sc = ms.schema(["numeric", "ordinal", "numeric", "ordinal", "ordinal"], [int(q.max()) + 1 for q in qs],
-                   values=[np.unique(cols[1]).astype(float), None, None, None, None],
-                   sa_sizes=[int(sa[0].max()) + 1] if sa else [], sa_names=["disease"] if sa else None, seed=run_seed)
-    pred = mp.k_anonymity(k) if l is None else mp.all_of(mp.k_anonymity(k), mp.distinct_l_diversity(l, channels=[0]))
-    res = mo.partition(qs, sa, sc, pred)
+    res = _reference(rows, k, l, run_seed)
     assert got == {r[0]: int(res.partition[i]) + 1 for i, r in enumerate(rows)}
     assert layout["rounds"] == res.rounds
     if threshold and n > threshold and res.n_partitions > 1:  # the root was cut in SQL, on vectors

@@ -15,13 +15,12 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from pganon_engine.methods.generalization import gaa, gaa_measures, gaa_run, gaa_strategies
-from pganon_engine.metrics import infoloss as il
 from pganon_engine.core.errors import EngineError
 from pganon_engine.hierarchy.tree import Hierarchy
+from pganon_engine.methods.generalization import gaa, gaa_measures, gaa_run, gaa_strategies
+from pganon_engine.metrics import infoloss as il
 
 GENDER = Hierarchy.from_paths("gender", [["M", "*"], ["F", "*"]])
 RACE = Hierarchy.from_paths("race", [["Cat", "Felid", "Mammal"], ["Lion", "Felid", "Mammal"],
@@ -596,19 +595,28 @@ def test_small_pools_and_vector_paths_match_reference(strategy, monkeypatch):
     candidate set (ancestor filters for fusion, vector untouched-extreme search)."""
     monkeypatch.setattr(gaa_strategies.Pool, "SIZE", 4)
     monkeypatch.setattr(gaa_strategies, "_FEW", 0)
+    assert runs_match_reference(strategy) >= 40
+
+
+def runs_match_reference(strategy, before_run=None):
+    """12 random instances of `strategy` (both scopes, both cost modes, with and without a
+    seed) against the literal reference: same choices, costs and trace. `before_run(i)` may
+    change a setting before instance i. Returns the merges made."""
     merges = 0
     for i in range(12):
         rnd = random.Random(1000 * i + gaa.STRATEGIES.index(strategy))
         hs, tuples, counts, hists, k, met = _random_instance(rnd)
         opts = {"strategy": strategy, "privacy_scope": gaa.PRIVACY_SCOPES[i % 2],
                 "cost_mode": gaa.COST_MODES[(i // 2) % 2], "seed": None if i % 3 else i}
+        if before_run:
+            before_run(i)
         res = gaa.gaa(tuples, counts, hs, k, metric=met, histograms=hists, trace=True, **opts)
         _check_output(res, hs, tuples, counts, k)
         _, trace = reference(tuples, counts, hs, k, met, strategy, hists, opts["privacy_scope"],
                              opts["cost_mode"], opts["seed"])
         assert trace_rows(res) == trace
         merges += res.steps
-    assert merges >= 40
+    return merges
 
 
 def test_t_clo_when_every_computed_candidate_is_worse():
