@@ -18,7 +18,7 @@ def number_classes(db, p):
     vectors), whose permutation is the one `numbering.apply` draws from the GT; else (mondrian's
     row path; semantic, which relabels classes after the build) p["numbered"] stays unset."""
     n = int(p["n_classes"])
-    if not p.get("renumbered") or "semantic_method" in p or n < 1 or p["kind"] == "mondrian" and not p["mondrian_doms"]:
+    if not p.get("renumbered") or p.get("relabels_classes") or n < 1 or p["kind"] == "mondrian" and not p["mondrian_doms"]:
         return
     if p["kind"] == "gaa":
         res = p["plan"]["result"]

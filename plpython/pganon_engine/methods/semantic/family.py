@@ -68,7 +68,9 @@ def parse_params(method, params, ds):
     if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0 < coverage <= 1:
         raise invalid(f"parameter coverage must be a number in (0, 1], not {coverage!r}",
                       hint="1.0 flags a class only when all its records match a rule")
-    p.update(semantic_method=method, l=l, privacy_kind=model, coverage=float(coverage))
+    # relabels_classes: the merge renumbers classes after the build, so the generalized family
+    # must not write random class ids at plan time (class_numbering.number_classes)
+    p.update(semantic_method=method, l=l, privacy_kind=model, coverage=float(coverage), relabels_classes=True)
     return p
 
 
