@@ -184,4 +184,7 @@ def run_all(admin: str, data: str, runs: list, args) -> dict:
             "hierarchies; `vs_mondrian` in scale.json has it against mondrian too); anonypyx's and qiyuangong/Mondrian's "
             "(every QI an ordered code, categorical ones by sorted value; the call timed whole) to pganon's mondrian. "
             f"Peer venvs: {ROOT}/<name> (separate: ANJANA pins its own pyCANON); limit {args.peer_timeout} s per peer run.")
-    return {"install": installed, "anonymize": anonymize, "check": check, "note": note, "failed": failed}
+    # the report names no path of this checkout: gong runs with the project's own interpreter
+    shown = {name: dict(st, python="the project's interpreter") if name == "gong" else st
+             for name, st in installed.items()}
+    return {"install": shown, "anonymize": anonymize, "check": check, "note": note, "failed": failed}

@@ -599,9 +599,7 @@ def test_small_pools_and_vector_paths_match_reference(strategy, monkeypatch):
 
 
 def runs_match_reference(strategy, before_run=None):
-    """12 random instances of `strategy` (both scopes, both cost modes, with and without a
-    seed) against the literal reference: same choices, costs and trace. `before_run(i)` may
-    change a setting before instance i. Returns the merges made."""
+    """12 random runs of `strategy` equal the literal reference; `before_run(i)` may set things first."""
     merges = 0
     for i in range(12):
         rnd = random.Random(1000 * i + gaa.STRATEGIES.index(strategy))
